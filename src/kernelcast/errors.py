@@ -1,0 +1,54 @@
+"""Errors and warnings of kernelcast.
+
+Every error kernelcast raises derives from :class:`KernelcastError`, so a caller can
+catch one class; the subclasses name the kind of problem. Values the program had to
+assume rather than know raise a :class:`KernelcastWarning` subclass instead of being
+used silently.
+
+Public names: KernelcastError, NotALoopyKernelError, UnsupportedKernelError,
+DtypeNotFixedError, ParameterError, DataDependentError, MissingDependencyError,
+KernelcastWarning, UncountedWarning, AssumedValueWarning.
+"""
+
+from __future__ import annotations
+
+
+class KernelcastError(Exception):
+    """Root of every error raised by kernelcast."""
+
+
+class NotALoopyKernelError(KernelcastError, TypeError):
+    """The object given is not a Loopy kernel (TranslationUnit or LoopKernel)."""
+
+
+class UnsupportedKernelError(KernelcastError):
+    """A Loopy kernel uses a feature kernelcast cannot model (the message says which)."""
+
+
+class DtypeNotFixedError(KernelcastError):
+    """Some arguments have no dtype, so operations and accesses cannot be classified."""
+
+
+class ParameterError(KernelcastError, ValueError):
+    """Parameter values are missing, unknown, not integers, negative, or violate the
+    kernel's assumptions."""
+
+
+class DataDependentError(KernelcastError):
+    """Control flow depends on data and no statistics were supplied for it."""
+
+
+class MissingDependencyError(KernelcastError, ImportError):
+    """An installed component is missing or built without a needed feature."""
+
+
+class KernelcastWarning(UserWarning):
+    """Root of kernelcast's warnings."""
+
+
+class UncountedWarning(KernelcastWarning):
+    """Something in the kernel falls outside the property vocabulary and is not counted."""
+
+
+class AssumedValueWarning(KernelcastWarning):
+    """kernelcast had to assume a value it could not determine."""

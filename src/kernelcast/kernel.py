@@ -1,0 +1,116 @@
+"""Checking and preparing the Loopy kernels that users hand to kernelcast.
+
+Public names: prepare_kernel, PreparedKernel, load_factory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import keyword
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import loopy as lp
+
+from kernelcast.errors import (
+    DtypeNotFixedError,
+    KernelcastError,
+    NotALoopyKernelError,
+    UnsupportedKernelError,
+)
+
+
+@dataclass(frozen=True)
+class PreparedKernel:
+    """A kernel preprocessed and type-inferred by Loopy, ready for counting."""
+
+    translation_unit: lp.TranslationUnit
+    kernel: lp.LoopKernel
+    callables_table: object
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def value_args(self) -> set[str]:
+        return {a.name for a in self.kernel.args if isinstance(a, lp.ValueArg)}
+
+
+def _as_translation_unit(obj) -> lp.TranslationUnit:
+    if isinstance(obj, lp.TranslationUnit):
+        return obj
+    if isinstance(obj, lp.LoopKernel):
+        return lp.make_program(obj).with_entrypoints(obj.name)
+    raise NotALoopyKernelError(
+        f"expected a Loopy kernel (loopy.TranslationUnit from loopy.make_kernel), "
+        f"got {type(obj).__module__}.{type(obj).__qualname__}")
+
+
+def _untyped_args(tu: lp.TranslationUnit) -> list[str]:
+    knl = tu.default_entrypoint
+    return sorted(a.name for a in knl.args if a.dtype is None or a.dtype is lp.auto)
+
+
+def prepare_kernel(obj) -> PreparedKernel:
+    """Validate *obj* and return it preprocessed with all types inferred.
+
+    Raises NotALoopyKernelError, UnsupportedKernelError (several entry points, CUDA-style
+    vector iname tags, Python keywords as parameter names) or DtypeNotFixedError.
+    """
+    tu = _as_translation_unit(obj)
+    if len(tu.entrypoints) != 1:
+        raise UnsupportedKernelError(
+            f"the translation unit has {len(tu.entrypoints)} entry points "
+            f"({', '.join(sorted(tu.entrypoints))}); kernelcast needs exactly one")
+    try:
+        inferred = lp.infer_unknown_types(tu, expect_completion=False)
+    except lp.LoopyError as err:
+        raise DtypeNotFixedError(f"Loopy could not infer the kernel's types: {err}") from err
+    untyped = _untyped_args(inferred)
+    if untyped:
+        raise DtypeNotFixedError(
+            f"kernel {inferred.default_entrypoint.name!r}: arguments without a dtype: "
+            f"{', '.join(untyped)}; fix them, e.g. loopy.add_dtypes(knl, "
+            f"{{{untyped[0]!r}: numpy.float32}})")
+    try:
+        from loopy.preprocess import infer_unknown_types, preprocess_program
+
+        pre = infer_unknown_types(preprocess_program(tu), expect_completion=True)
+    except lp.LoopyError as err:
+        raise UnsupportedKernelError(f"Loopy could not preprocess the kernel: {err}") from err
+    knl = pre[next(iter(pre.entrypoints))]
+    _check_supported(knl)
+    return PreparedKernel(pre, knl, pre.callables_table)
+
+
+def _check_supported(knl: lp.LoopKernel) -> None:
+    from loopy.kernel.data import VectorizeTag
+
+    vec = sorted(i for i in knl.all_inames() if knl.iname_tags_of_type(i, VectorizeTag))
+    if vec:
+        raise UnsupportedKernelError(
+            f"inames tagged 'vec' ({', '.join(vec)}) are not supported; use a vector "
+            "dtype such as pyopencl.cltypes.float4 for wide accesses")
+    bad = sorted(p for p in knl.all_params() if keyword.iskeyword(p))
+    if bad:
+        raise UnsupportedKernelError(f"parameter names that are Python keywords: {bad}")
+
+
+def load_factory(spec: str):
+    """Load ``path/to/file.py:factory`` and return the callable named *factory*."""
+    path_str, sep, attr = spec.rpartition(":")
+    if not sep or not path_str or not attr:
+        raise KernelcastError(f"expected FILE.py:FACTORY, got {spec!r}")
+    path = Path(path_str)
+    if not path.is_file():
+        raise KernelcastError(f"no such file: {path}")
+    module_name = f"kernelcast_user_{abs(hash(path.resolve()))}"
+    spec_obj = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec_obj)
+    sys.modules[module_name] = module
+    spec_obj.loader.exec_module(module)
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise KernelcastError(f"{path} has no callable named {attr!r}")
+    return factory

@@ -1,0 +1,152 @@
+"""Memory access sites of a Loopy kernel and their stride along local axis 0.
+
+An access site is one array reference in one instruction. Its stride is the address step,
+in elements of the array, from one work-item to the next along local axis 0 (the paper's
+"abstract SIMD lane"), found from the coefficient of that axis's iname in each index and
+the array's axis strides. A site whose index depends on data (a temporary, another array)
+or is not affine in the iname has no stride: it is irregular.
+
+Public names: AccessSite, find_access_sites, lid0_stride.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import loopy as lp
+from loopy.kernel.data import AddressSpace, LocalInameTag
+from loopy.symbolic import CoefficientCollector, get_dependencies
+from pymbolic import evaluate, flatten
+from pymbolic.mapper import WalkMapper
+from pymbolic.primitives import Sum, Variable
+
+from kernelcast.errors import UnsupportedKernelError
+
+
+@dataclass(frozen=True)
+class AccessSite:
+    """One reference to a global or local array in one instruction."""
+
+    insn_id: str
+    array: str
+    index: tuple
+    direction: str  # "load" or "store"
+    space: str  # "global" or "local"
+    bits: int
+    in_condition: bool = False  # read by the instruction's condition, not its body
+
+
+def _memory_space(knl: lp.LoopKernel, name: str) -> str | None:
+    if name in knl.temporary_variables:
+        aspace = knl.temporary_variables[name].address_space
+        return {AddressSpace.GLOBAL: "global", AddressSpace.LOCAL: "local"}.get(aspace)
+    arg = knl.arg_dict.get(name)
+    if isinstance(arg, (lp.ArrayArg, lp.ConstantArg)):
+        return "global"
+    return None
+
+
+class _SiteCollector(WalkMapper):
+    """Finds array references. Loopy's own walk mappers cache, visiting a repeated
+    subexpression once; every reference costs an access, so this walk does not."""
+
+    def __init__(self, knl, insn_id, direction):
+        super().__init__()
+        self.knl, self.insn_id, self.direction = knl, insn_id, direction
+        self.sites: list[AccessSite] = []
+
+    def _add(self, name, index):
+        space = _memory_space(self.knl, name)
+        if space is not None:
+            dtype = self.knl.get_var_descriptor(name).dtype.numpy_dtype
+            self.sites.append(AccessSite(self.insn_id, name, index, self.direction,
+                                         space, dtype.itemsize * 8))
+
+    def map_subscript(self, expr, *args, **kwargs):
+        index = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+        self._add(expr.aggregate.name, index)
+        loads = _SiteCollector(self.knl, self.insn_id, "load")
+        for ix in index:
+            loads(ix)
+        self.sites.extend(loads.sites)
+
+    def map_variable(self, expr, *args, **kwargs):
+        self._add(expr.name, ())
+
+    map_tagged_variable = map_variable
+
+    def map_type_cast(self, expr, *args, **kwargs):
+        self.rec(expr.child)
+
+    def map_reduction(self, expr, *args, **kwargs):
+        self.rec(expr.expr)
+
+    def _leaf(self, expr, *args, **kwargs):
+        pass
+
+    map_resolved_function = map_literal = map_array_literal = _leaf
+    map_group_hw_index = map_local_hw_index = map_nan = _leaf
+
+    def map_linear_subscript(self, expr, *args, **kwargs):
+        raise UnsupportedKernelError(f"linear subscripts such as {expr} are not supported")
+
+    map_sub_array_ref = map_linear_subscript
+
+
+def find_access_sites(knl: lp.LoopKernel, insn) -> list[AccessSite]:
+    """All global- and local-memory references of *insn*, loads and stores."""
+    sites = []
+    for assignee in insn.assignees:
+        stores = _SiteCollector(knl, insn.id, "store")
+        stores(assignee)
+        sites += stores.sites
+    loads = _SiteCollector(knl, insn.id, "load")
+    loads(insn.expression)
+    sites += loads.sites
+    for pred in insn.predicates:
+        cond = _SiteCollector(knl, insn.id, "load")
+        cond(pred)
+        sites += [replace(site, in_condition=True) for site in cond.sites]
+    return sites
+
+
+def _lid0_iname(knl: lp.LoopKernel, insn) -> str | None:
+    for iname in insn.within_inames:
+        for tag in knl.iname_tags_of_type(iname, LocalInameTag):
+            if tag.axis == 0:
+                return iname
+    return None
+
+
+def lid0_stride(knl: lp.LoopKernel, insn, site: AccessSite,
+                reference: dict[str, int]) -> int | None:
+    """The site's stride along local axis 0 at the reference parameters, None if irregular."""
+    lid0 = _lid0_iname(knl, insn)
+    deps = set().union(*(get_dependencies(ix) for ix in site.index)) if site.index else set()
+    if not deps <= (set(knl.all_inames()) | set(reference)):
+        return None  # the index reads data: a temporary or another array
+    if lid0 is None or lid0 not in deps:
+        return 0
+    array = knl.get_var_descriptor(site.array)
+    tags = array.dim_tags or ()
+    total = 0
+    for axis, ix in enumerate(site.index):
+        terms = ix.children if isinstance(ix, Sum) else (ix,)
+        for term in terms:
+            if lid0 not in get_dependencies(term):
+                continue
+            try:
+                coeffs = CoefficientCollector([lid0])(term)
+            except Exception:  # non-affine: floor division, product of inames, ...
+                return None
+            coeff = coeffs.get(Variable(lid0), 0)
+            if get_dependencies(coeff) - set(reference):
+                return None  # the step depends on another iname
+            axis_stride = getattr(tags[axis], "stride", None) if axis < len(tags) else 1
+            if axis_stride is None or axis_stride is lp.auto:
+                return None
+            total += evaluate(flatten(coeff * axis_stride), reference)
+    if total != int(total):
+        return None
+    return int(total)
+
