@@ -211,13 +211,13 @@ ZOO = {
         [{"n": 16}, {"n": 48}]),
     "convolution": (convolution, {
         "add_f32": lambda p: 1323 * p["n"] ** 2, "mul_f32": lambda p: 1323 * p["n"] ** 2,
-        "load_global_32_3of3": lambda p: 1323 * p["n"] ** 2,
-        "load_global_32_s1": lambda p: 441 * cdiv(p["n"], 4) ** 2,
+        # per group: its filter (3·49) and, per image, 3 planes of (4+6)² pixels
+        "load_global_32_s1": lambda p: 3141 * cdiv(p["n"], 4) ** 2,
         "store_global_32_s1": lambda p: 9 * p["n"] ** 2,
-        "minls_global_32_s1": lambda p: min(441 * cdiv(p["n"], 4) ** 2, 9 * p["n"] ** 2),
-        "load_local_32": lambda p: 1323 * p["n"] ** 2,
-        "store_local_32": lambda p: 441 * cdiv(p["n"], 4) ** 2,
-        "barrier": lambda p: 3 * cdiv(p["n"], 4) ** 2 * 16,
+        "minls_global_32_s1": lambda p: min(3141 * cdiv(p["n"], 4) ** 2, 9 * p["n"] ** 2),
+        "load_local_32": lambda p: 2646 * p["n"] ** 2,
+        "store_local_32": lambda p: 3141 * cdiv(p["n"], 4) ** 2,
+        "barrier": lambda p: 3 * cdiv(p["n"], 4) ** 2 * 16 * 6,
         "workgroup": lambda p: 3 * cdiv(p["n"], 4) ** 2, "launch": lambda p: 1},
         [{"n": 4}, {"n": 8}]),
 }

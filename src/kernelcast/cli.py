@@ -110,6 +110,9 @@ def main(argv=None) -> int:
     except KernelcastError as err:
         print(f"kernelcast: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
