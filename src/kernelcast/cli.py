@@ -1,7 +1,7 @@
 """The ``kernelcast`` command line.
 
-Commands: ``properties`` (symbolic and evaluated properties of a kernel) and ``demo`` (the
-main job: properties of the paper's example kernels). Errors print one line and exit 2.
+Commands: ``properties`` (symbolic and evaluated properties of a kernel), ``suites`` (the
+cases of a kernel suite) and ``demo`` (the main job). Errors print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -65,6 +65,30 @@ def _demo_cases():
     ]
 
 
+def _cmd_suites(args) -> int:
+    from collections import Counter
+
+    from kernelcast.suites.paper import get_suite
+
+    suite = get_suite(args.suite)
+    cases = suite.cases(_pairs(args.p, _int, "--p"), args.dtype, args.group_set)
+    if args.json:
+        json.dump([{"name": c.name, "class": c.class_name, "variant": c.variant,
+                    "dtype": c.dtype, "group_size": list(c.group_size), "p": c.p, "t": c.t,
+                    "params": c.params} for c in cases], sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"suite {suite.name}: {len(cases)} cases")
+    print(f"{'class':<18} {'variant':<14} {'dtype':<8} {'group':>7} {'p':>3} {'t':>2}  params")
+    for c in cases:
+        params = " ".join(f"{k}={v}" for k, v in sorted(c.params.items()))
+        print(f"{c.class_name:<18} {c.variant or '-':<14} {c.dtype or '-':<8} "
+              f"{'{}x{}'.format(*c.group_size):>7} {c.p:>3} {c.t:>2}  {params}")
+    counts = Counter(c.class_name for c in cases)
+    print("\ncases per class: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from kernelcast.properties import extract_properties
     from kernelcast.properties.display import properties_table
@@ -94,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="statistics for data-dependent loop bounds or conditions")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.set_defaults(run=_cmd_properties)
+
+    p = sub.add_parser("suites", help="list the cases of a kernel suite (paper §4.1, §5)")
+    p.add_argument("--suite", default="measurement", help="measurement or test")
+    p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
+                   help="base size exponent of a class (default: the paper's smallest)")
+    p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE",
+                   help="only these precisions (float32, float64)")
+    p.add_argument("--group-set", metavar="SET",
+                   help="a §4.1 group-size set such as '2-D Med' instead of the default")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.set_defaults(run=_cmd_suites)
 
     p = sub.add_parser("demo", help="the main job: properties of the paper's kernels")
     p.set_defaults(run=_cmd_demo)

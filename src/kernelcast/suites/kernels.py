@@ -7,7 +7,7 @@ kernel's details go beyond what the paper states.
 
 Public names: scale, matmul_tiled, matmul_naive, scale_add, transpose, global_access,
 filled_stride, arithmetic, empty, finite_difference, nbody, convolution, ARITHMETIC_OPS,
-TRANSPOSE_VARIANTS, GLOBAL_ACCESS_VARIANTS, FILLED_TERMS.
+TRANSPOSE_VARIANTS, GLOBAL_ACCESS_VARIANTS, FILLED_TERMS, arithmetic_expression.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def _split_2d(knl, row, col, gsize):
 
 
 def _literal(value: float, dtype) -> str:
-    """A float literal of the kernel's precision (Loopy reads 0.5 as float64, 0.5f as
-    float32)."""
-    return f"{value!r}f" if np.dtype(dtype) == np.float32 else repr(float(value))
+    """A float literal of the kernel's precision: Loopy reads 0.5f as float32 and 0.5d as
+    float64, but a bare 0.5 as float32 whenever float32 holds it exactly."""
+    return f"{float(value)!r}" + ("f" if np.dtype(dtype) == np.float32 else "d")
 
 
 # {{{ §3.1 and the measurement kernels (§4.1)
@@ -156,7 +156,7 @@ def filled_stride(stride=2, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"io": "g.0", "ii": "l.0", "fi": "l.0"})
 
 
-def _arithmetic_expression(op: str, dtype) -> str:
+def arithmetic_expression(op: str, dtype) -> str:
     """6-10 operations of one kind on values made from the indices i, j and s."""
     c = lambda v: _literal(v, dtype)  # noqa: E731
     if op == "add":
@@ -182,7 +182,7 @@ def arithmetic(op="add", gsize=(16, 16), dtype=np.float32):
     of one kind (add/subtract, multiply, divide, power, rsqrt) on its indices; no global
     loads."""
     knl = _make("{[i,j,s]: 0<=i,j<n and 0<=s<k}",
-                f"out[i, j] = sum(s, {_arithmetic_expression(op, dtype)})",
+                f"out[i, j] = sum(s, {arithmetic_expression(op, dtype)})",
                 [lp.GlobalArg("out", dtype, shape=("n", "n")), lp.ValueArg("n, k", np.int32)],
                 name=f"arith_{op}", assumptions="n >= 1 and k >= 1")
     return _split_2d(knl, "i", "j", gsize)

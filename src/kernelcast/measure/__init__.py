@@ -1,0 +1,1 @@
+"""Running kernels on devices: arguments, backends, timing, the measurement store."""

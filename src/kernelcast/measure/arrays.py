@@ -1,0 +1,113 @@
+"""Arguments for running a Loopy kernel: shapes from its parameters, random inputs,
+poisoned outputs.
+
+Every array argument's shape and strides come from the kernel's own declarations evaluated
+at the parameter values. Arrays the kernel only reads get uniform random values in
+[0.5, 1.5); arrays it writes are filled with NaN (or -1 for integers) so that elements a
+kernel fails to write, or writes out of place, show up in the comparison with the
+reference. Float scalars that are not size parameters get random values.
+
+Public names: ArraySpec, array_specs, host_arguments, argument_bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import loopy as lp
+import numpy as np
+from pymbolic import evaluate
+from pymbolic.mapper.evaluator import UnknownVariableError
+
+from kernelcast.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One global array argument at fixed sizes; strides in elements."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    written: bool
+
+    @property
+    def size(self) -> int:
+        """Elements of the flat buffer that holds the array."""
+        if any(s == 0 for s in self.shape):
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+def _typed_kernel(knl) -> lp.LoopKernel:
+    tu = knl if isinstance(knl, lp.TranslationUnit) else lp.make_program(knl)
+    return lp.infer_unknown_types(tu, expect_completion=False).default_entrypoint
+
+
+def _evaluate(expr, params, what):
+    try:
+        value = evaluate(expr, params)
+    except (KeyError, NameError, UnknownVariableError) as err:
+        name = err.args[0] if err.args else err
+        raise ParameterError(f"{what} needs a value for {name!r}; got {sorted(params)}") \
+            from None
+    if int(value) != value or value < 0:
+        raise ParameterError(f"{what} evaluates to {value}, not a size")
+    return int(value)
+
+
+def array_specs(knl, params: dict) -> tuple[list[ArraySpec], dict[str, np.dtype]]:
+    """The global arrays of *knl* at *params*, and its scalar arguments with their dtypes."""
+    kernel = _typed_kernel(knl)
+    written = kernel.get_written_variables()
+    arrays, scalars = [], {}
+    for arg in kernel.args:
+        if isinstance(arg, lp.ValueArg):
+            scalars[arg.name] = np.dtype(arg.dtype.numpy_dtype)
+            continue
+        what = f"the shape of argument {arg.name!r}"
+        shape = tuple(_evaluate(s, params, what) for s in arg.shape)
+        strides = tuple(_evaluate(tag.stride, params, f"the strides of {arg.name!r}")
+                        for tag in arg.dim_tags)
+        arrays.append(ArraySpec(arg.name, np.dtype(arg.dtype.numpy_dtype), shape, strides,
+                                arg.name in written))
+    return arrays, scalars
+
+
+def argument_bytes(knl, params: dict) -> int:
+    """Bytes of global memory the kernel's arrays occupy at *params*."""
+    return sum(spec.nbytes for spec in array_specs(knl, params)[0])
+
+
+def empty_host_array(spec: ArraySpec) -> np.ndarray:
+    buffer = np.empty(spec.size, spec.dtype)
+    item = spec.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(
+        buffer, spec.shape, tuple(s * item for s in spec.strides), writeable=True)
+
+
+def host_arguments(knl, params: dict, rng: np.random.Generator) -> dict:
+    """Every argument of *knl*: random inputs, poisoned outputs, sizes from *params*."""
+    arrays, scalars = array_specs(knl, params)
+    args = {}
+    for spec in arrays:
+        array = empty_host_array(spec)
+        if spec.written:
+            array[...] = np.nan if spec.dtype.kind in "fc" else -1
+        else:
+            array[...] = (rng.random(spec.shape) + 0.5).astype(spec.dtype)
+        args[spec.name] = array
+    for name, dtype in scalars.items():
+        if name in params:
+            args[name] = dtype.type(params[name])
+        elif dtype.kind == "f":
+            args[name] = dtype.type(rng.random() + 0.5)
+        else:
+            raise ParameterError(f"no value for the integer argument {name!r}; "
+                                 f"got {sorted(params)}")
+    return args

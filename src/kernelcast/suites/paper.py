@@ -1,0 +1,103 @@
+"""The paper's two suites: the measurement kernels of §4.1 and the test kernels of §5.
+
+Size cases follow the paper's formulas with the base exponent p as a parameter; group sizes
+are the set the paper used on its newest GPU (Titan X) for the measurement classes, and the
+256-work-item groups it reports for the test kernels. docs/suites.md lists everything next
+to the paper's text.
+
+Public names: MEASUREMENT, TEST, SUITES, get_suite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelcast.errors import KernelcastError
+from kernelcast.suites import kernels as k
+from kernelcast.suites.suite import KernelClass, Suite
+
+ARITHMETIC_K = (256, 512, 728)
+
+
+def _dtype(case):
+    return np.dtype(case.dtype).type
+
+
+def _one_d(case):
+    return case.group_size[0]
+
+
+def _powers(count, step=1):
+    return lambda variant, p: [{"n": 2 ** (p + step * t)} for t in range(count)]
+
+
+def _matmul_shapes(variant, p):
+    """§4.1's shape cases with the largest dimension N = 2^(p+t): one dimension halved."""
+    shapes = {"square": (1, 1, 1), "l_half": (1, 1, 2), "m_half": (1, 2, 1),
+              "n_half": (2, 1, 1)}[variant]
+    sizes = []
+    for t in range(4):
+        big = 2 ** (p + t)
+        sizes.append({name: big // div for name, div in zip("nml", shapes, strict=True)})
+    return sizes
+
+
+def _arithmetic_sizes(variant, p):
+    return [{"n": 2 ** (p + t), "k": kk} for kk in ARITHMETIC_K for t in range(3)]
+
+
+def _skinny_sizes(variant, p):
+    return [{"n": 2 ** (p + t), "l": 2 ** (p + t), "m": 8 * 2 ** (p + t)} for t in range(4)]
+
+
+MEASUREMENT = Suite("measurement", (
+    KernelClass("matmul_tiled", "§4.1 Matrix Multiplication",
+                ("square", "l_half", "m_half", "n_half"),
+                lambda c: k.matmul_tiled(c.group_size, _dtype(c)), _matmul_shapes,
+                (7, 8, 9), "2-D Large", reference="matmul"),
+    KernelClass("matmul_naive", "§4.1 Naive Matrix Multiplication", ("",),
+                lambda c: k.matmul_naive(c.group_size, _dtype(c)), _powers(4),
+                (6, 8, 9), "2-D Large", reference="matmul"),
+    KernelClass("scale_add", "§4.1 Vector Scale and Add", ("1", "2", "3"),
+                lambda c: k.scale_add(int(c.variant), _one_d(c), _dtype(c)), _powers(4, 2),
+                (18, 20, 21), "1-D Large"),
+    KernelClass("transpose", "§4.1 Transpose", k.TRANSPOSE_VARIANTS,
+                lambda c: k.transpose(c.variant, c.group_size, _dtype(c)), _powers(4),
+                (10, 11), "2-D Med"),
+    KernelClass("global_access", "§4.1 Stride-1 Global Access", k.GLOBAL_ACCESS_VARIANTS,
+                lambda c: k.global_access(c.variant, _one_d(c), _dtype(c)), _powers(9),
+                (17, 18, 19, 20), "1-D Large"),
+    KernelClass("filled_stride", "§4.1 Stride-2 and Stride-3 Filled Global Access", ("2", "3"),
+                lambda c: k.filled_stride(int(c.variant), _one_d(c), _dtype(c)),
+                _powers(4, 3), (15, 16, 17), "1-D Large"),
+    KernelClass("arithmetic", "§4.1 Arithmetic Operations", k.ARITHMETIC_OPS,
+                lambda c: k.arithmetic(c.variant, c.group_size, _dtype(c)), _arithmetic_sizes,
+                (7, 8), "2-D Large"),
+    KernelClass("empty", "§4.1 Empty kernel", ("",),
+                lambda c: k.empty(c.group_size), _powers(6), (8, 9, 10), "2-D Large",
+                dtypes=()),
+))
+
+TEST = Suite("test", (
+    KernelClass("finite_difference", "§5 Finite Differences", ("",),
+                lambda c: k.finite_difference(c.group_size, _dtype(c)), _powers(4),
+                (10, 11), group_sizes=((16, 16),), dtypes=("float32",)),
+    KernelClass("skinny_matmul", "§5 'Skinny' Matrix Multiplication", ("",),
+                lambda c: k.matmul_tiled(c.group_size, _dtype(c)), _skinny_sizes,
+                (9, 10), group_sizes=((16, 16),), dtypes=("float32",), reference="matmul"),
+    KernelClass("nbody", "§5 N-Body", ("",),
+                lambda c: k.nbody(_one_d(c), _dtype(c)), _powers(4),
+                (10, 11), group_sizes=((256, 1),), dtypes=("float32",)),
+    KernelClass("convolution", "§5 Convolution", ("",),
+                lambda c: k.convolution(c.group_size, _dtype(c)), _powers(4),
+                (6, 7, 8), group_sizes=((16, 16),), dtypes=("float32",)),
+))
+
+SUITES = {suite.name: suite for suite in (MEASUREMENT, TEST)}
+
+
+def get_suite(name: str) -> Suite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise KernelcastError(f"unknown suite {name!r}; known: {', '.join(SUITES)}") from None
