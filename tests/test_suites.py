@@ -12,33 +12,24 @@ from kernelcast.suites.paper import MEASUREMENT, TEST, get_suite
 from kernelcast.suites.suite import GROUP_SETS, KernelClass, choose_p
 from kernelcast.suites.verify import TOLERANCE, check_case, relative_error
 
-# Small sizes that do not divide the group sizes, so every boundary condition runs.
-SMALL = {
-    "matmul_tiled": {"n": 37, "m": 50, "l": 45}, "matmul_naive": {"n": 45},
-    "scale_add": {"n": 1003}, "transpose": {"n": 45}, "global_access": {"n": 1001},
-    "filled_stride": {"n": 600}, "arithmetic": {"n": 20, "k": 7}, "empty": {"n": 40},
-    "finite_difference": {"n": 37}, "skinny_matmul": {"n": 20, "l": 20, "m": 160},
-    "nbody": {"n": 300}, "convolution": {"n": 21},
-}
-
-
 def _one_case_per_kernel():
-    """Each class × variant × dtype once, with the middle group size of its set."""
+    """Each class × variant × dtype once, with the middle group size of its set, at the
+    class's checking sizes (small, not multiples of the group sizes)."""
     chosen = {}
     for suite in (MEASUREMENT, TEST):
         for case in suite.cases():
             groups = case.kclass.groups()
             if case.group_size == groups[len(groups) // 2]:
                 chosen.setdefault(case.kernel_name, case)
-    return [case.with_params(SMALL[case.class_name]) for case in chosen.values()]
+    return [case.check_case() for case in chosen.values()]
 
 
 CASES = _one_case_per_kernel()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.kernel_name for c in CASES])
-def test_kernel_matches_reference_on_pocl(case, pocl_queue):
-    errors = check_case(case, pocl_queue, seed=1)
+def test_kernel_matches_reference_on_pocl(case, pocl):
+    errors = check_case(case, pocl, seed=1)
     assert set(errors) == {s.name for s in array_specs(case.kernel(), case.params)[0]
                            if s.written}
     for name, error in errors.items():
@@ -54,7 +45,7 @@ def test_every_class_variant_and_precision_is_checked():
                 assert (kclass.name, variant, dtype) in checked
 
 
-def test_a_wrong_kernel_is_caught(pocl_queue):
+def test_a_wrong_kernel_is_caught(pocl):
     """A kernel that computes 3a where the reference says 2a, or writes half the output."""
     def triple(case):
         knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 3*a[i]", name="scale")
@@ -71,7 +62,7 @@ def test_a_wrong_kernel_is_caught(pocl_queue):
         kclass = KernelClass("scale", "§3.1", ("",), build, lambda v, p: [{"n": 100}], (0,),
                              group_sizes=((64, 1),), dtypes=("float32",))
         case = next(kclass.cases("demo", 0))
-        error = check_case(case, pocl_queue)["out"]
+        error = check_case(case, pocl)["out"]
         assert error > 0.3
 
 

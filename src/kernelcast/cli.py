@@ -1,7 +1,8 @@
 """The ``kernelcast`` command line.
 
 Commands: ``properties`` (symbolic and evaluated properties of a kernel), ``suites`` (the
-cases of a kernel suite) and ``demo`` (the main job). Errors print one line and exit 2.
+cases of a kernel suite), ``devices``, ``measure`` (time kernels into a store) and ``demo``
+(the main job). Errors print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -89,6 +90,57 @@ def _cmd_suites(args) -> int:
     return 0
 
 
+def _cmd_devices(args) -> int:
+    from kernelcast.measure.devices import list_devices
+
+    devices = list_devices()
+    if args.json:
+        json.dump([d.as_dict() for d in devices], sys.stdout, indent=1)
+        print()
+        return 0
+    if not devices:
+        print("no OpenCL or CUDA devices found")
+        return 0
+    print(f"{'backend':<7} {'kind':<10} {'name':<34} {'platform':<28} {'driver':<14} "
+          f"{'CUs':>4} {'MHz':>5} {'memory':>9} {'max group':>9}")
+    for d in devices:
+        print(f"{d.backend:<7} {d.kind:<10} {d.name[:34]:<34} {d.platform[:28]:<28} "
+              f"{d.driver[:14]:<14} {d.compute_units:>4} {d.clock_mhz:>5} "
+              f"{d.global_mem_bytes / 2**30:>6.1f} GiB {d.max_group_size:>9}")
+    return 0
+
+
+def _cmd_measure(args) -> int:
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.measure.campaign import measure_kernel, measure_suite
+    from kernelcast.measure.store import Store
+
+    if bool(args.kernel) == bool(args.suite):
+        raise KernelcastError("give either --suite NAME or --kernel FILE.py:FACTORY")
+    backend = make_backend(args.backend, args.device, args.build_options or "")
+    print(f"measuring on {backend.device.name} ({backend.name}, driver "
+          f"{backend.device.driver}) into {args.db}", file=sys.stderr)
+    options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
+    with Store(args.db, backend.identity) as store:
+        if args.kernel:
+            from kernelcast.kernel import load_factory
+
+            factory = load_factory(args.kernel)
+            params = _pairs(args.param, _int, "--param")
+            result = measure_kernel(factory, params, backend, store, **options)
+        else:
+            from kernelcast.suites.paper import get_suite
+
+            result = measure_suite(
+                get_suite(args.suite), backend, store, p=_pairs(args.p, _int, "--p"),
+                dtypes=args.dtype, group_set=args.group_set,
+                classes=args.classes.split(",") if args.classes else None, **options)
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
+    print(f"done: {result.measured} measured ({counts or 'none'}), "
+          f"{result.skipped} already in {args.db}")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from kernelcast.properties import extract_properties
     from kernelcast.properties.display import properties_table
@@ -129,6 +181,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a §4.1 group-size set such as '2-D Med' instead of the default")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
     p.set_defaults(run=_cmd_suites)
+
+    p = sub.add_parser("devices", help="list the OpenCL and CUDA devices")
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.set_defaults(run=_cmd_devices)
+
+    p = sub.add_parser("measure", help="time kernels on a device into a measurement store")
+    p.add_argument("--suite", help="measurement or test")
+    p.add_argument("--kernel", help="FILE.py:FACTORY, a function returning a Loopy kernel")
+    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE",
+                   help="sizes for --kernel")
+    p.add_argument("--db", required=True, help="the SQLite measurement store")
+    p.add_argument("--device", help="a substring of the device or platform name "
+                   "(default: the best device)")
+    p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
+    p.add_argument("--build-options", help="options for the device compiler")
+    p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
+                   help="base size exponent of a class (default: chosen as in §4.2)")
+    p.add_argument("--classes", help="only these classes, comma-separated")
+    p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE")
+    p.add_argument("--group-set", metavar="SET")
+    p.add_argument("--runs", type=int, default=30, help="launches per attempt (paper: 30)")
+    p.add_argument("--tolerance", type=float, default=0.10,
+                   help="largest median/min - 1 of a stable case")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip checking suite kernels against their references")
+    p.set_defaults(run=_cmd_measure)
 
     p = sub.add_parser("demo", help="the main job: properties of the paper's kernels")
     p.set_defaults(run=_cmd_demo)

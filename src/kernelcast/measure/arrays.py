@@ -7,7 +7,8 @@ at the parameter values. Arrays the kernel only reads get uniform random values 
 kernel fails to write, or writes out of place, show up in the comparison with the
 reference. Float scalars that are not size parameters get random values.
 
-Public names: ArraySpec, array_specs, host_arguments, argument_bytes.
+Public names: ArraySpec, typed_kernel, array_specs, scalar_arguments, host_arguments,
+argument_bytes, empty_host_array.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ class ArraySpec:
         return self.size * self.dtype.itemsize
 
 
-def _typed_kernel(knl) -> lp.LoopKernel:
+def typed_kernel(knl) -> lp.LoopKernel:
+    """The entry kernel of *knl* with argument types inferred (done once per kernel)."""
+    if isinstance(knl, lp.LoopKernel) and all(a.dtype not in (None, lp.auto)
+                                             for a in knl.args):
+        return knl
     tu = knl if isinstance(knl, lp.TranslationUnit) else lp.make_program(knl)
     return lp.infer_unknown_types(tu, expect_completion=False).default_entrypoint
 
@@ -62,8 +67,9 @@ def _evaluate(expr, params, what):
 
 
 def array_specs(knl, params: dict) -> tuple[list[ArraySpec], dict[str, np.dtype]]:
-    """The global arrays of *knl* at *params*, and its scalar arguments with their dtypes."""
-    kernel = _typed_kernel(knl)
+    """The global arrays of *knl* at *params*, and its scalar arguments with their dtypes.
+    *knl* is a Loopy kernel or the result of typed_kernel."""
+    kernel = typed_kernel(knl)
     written = kernel.get_written_variables()
     arrays, scalars = [], {}
     for arg in kernel.args:
@@ -91,6 +97,20 @@ def empty_host_array(spec: ArraySpec) -> np.ndarray:
         buffer, spec.shape, tuple(s * item for s in spec.strides), writeable=True)
 
 
+def scalar_arguments(scalars: dict, params: dict, rng: np.random.Generator) -> dict:
+    """Values of the scalar arguments: sizes from *params*, other floats random."""
+    values = {}
+    for name, dtype in scalars.items():
+        if name in params:
+            values[name] = dtype.type(params[name])
+        elif dtype.kind == "f":
+            values[name] = dtype.type(rng.random() + 0.5)
+        else:
+            raise ParameterError(f"no value for the integer argument {name!r}; "
+                                 f"got {sorted(params)}")
+    return values
+
+
 def host_arguments(knl, params: dict, rng: np.random.Generator) -> dict:
     """Every argument of *knl*: random inputs, poisoned outputs, sizes from *params*."""
     arrays, scalars = array_specs(knl, params)
@@ -102,12 +122,5 @@ def host_arguments(knl, params: dict, rng: np.random.Generator) -> dict:
         else:
             array[...] = (rng.random(spec.shape) + 0.5).astype(spec.dtype)
         args[spec.name] = array
-    for name, dtype in scalars.items():
-        if name in params:
-            args[name] = dtype.type(params[name])
-        elif dtype.kind == "f":
-            args[name] = dtype.type(rng.random() + 0.5)
-        else:
-            raise ParameterError(f"no value for the integer argument {name!r}; "
-                                 f"got {sorted(params)}")
+    args.update(scalar_arguments(scalars, params, rng))
     return args

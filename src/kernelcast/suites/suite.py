@@ -77,9 +77,13 @@ class Case:
         return REFERENCES[self.kclass.reference](self, args)
 
     def with_params(self, params: dict, t: int = 0) -> Case:
-        """The same kernel at other sizes (for correctness checks at small sizes)."""
+        """The same kernel at other sizes."""
         return Case(self.suite, self.kclass, self.variant, self.dtype, self.group_size,
                     self.p, t, dict(params))
+
+    def check_case(self) -> Case:
+        """The same kernel at its class's small checking sizes."""
+        return self.with_params(self.kclass.check_params)
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,9 @@ class KernelClass:
     dicts of the size cases in order of t; *p_choices* are the base exponents the paper
     allows; *group_set* names the entry of GROUP_SETS used (the paper's choice for its
     newest GPU, the Titan X) unless *group_sizes* fixes the sizes; *dtypes* are the
-    precisions (empty for a kernel with no floating-point data).
+    precisions (empty for a kernel with no floating-point data); *check_params* are small
+    sizes, not multiples of the group sizes, at which a kernel is checked against its
+    reference before it is timed.
     """
 
     name: str
@@ -103,6 +109,7 @@ class KernelClass:
     group_sizes: tuple[tuple[int, int], ...] = ()
     dtypes: tuple[str, ...] = ("float32", "float64")
     reference: str = ""
+    check_params: dict = field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         if not self.reference:

@@ -1,19 +1,20 @@
-"""Checking that a suite case computes the right answer on an OpenCL device.
+"""Checking that a suite case computes the right answer on a device.
 
-A case runs once on random inputs with its outputs poisoned (kernelcast.measure.arrays)
-and is compared with its NumPy reference: the NaN pattern must match exactly (every
-element the reference expects is written, nothing else is) and the norm-wise relative
-error of the rest must stay below TOLERANCE for the precision.
+A case runs once through a measurement backend (the same compiled code that is timed), on
+random inputs with its outputs poisoned with NaN, and is compared with its NumPy reference:
+the NaN pattern must match exactly (every element the reference expects is written, nothing
+else is) and the norm-wise relative error of the rest must stay below TOLERANCE for the
+precision.
 
-Public names: TOLERANCE, relative_error, check_case.
+Public names: TOLERANCE, relative_error, check_compiled, check_case.
 """
 
 from __future__ import annotations
 
-import loopy as lp
 import numpy as np
 
-from kernelcast.measure.arrays import host_arguments
+from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
+from kernelcast.measure.codegen import generate
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12, None: 0.0}
 
@@ -32,12 +33,25 @@ def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
     return float(diff / scale) if scale else float(diff)
 
 
-def check_case(case, queue, seed: int = 0) -> dict[str, float]:
-    """Run *case* once on *queue* and return the relative error of each output."""
-    knl = lp.set_options(case.kernel(), return_dict=True)
-    args = host_arguments(knl, case.params, np.random.default_rng(seed))
-    _evt, outputs = knl(queue, **args)
-    expected = case.reference(args)
-    return {name: relative_error(outputs[name].get() if hasattr(outputs[name], "get")
-                                 else outputs[name], value)
-            for name, value in expected.items()}
+def check_compiled(backend, compiled, generated, typed, case, seed: int = 0) -> dict:
+    """Run the compiled kernel once at *case*'s sizes on *backend*; the relative error of
+    each output against the reference."""
+    specs, scalars = array_specs(typed, case.params)
+    values = scalar_arguments(scalars, case.params, np.random.default_rng(seed))
+    args = backend.allocate(specs, values, seed)
+    try:
+        backend.time_launches(compiled, generated, args, case.params, 1)
+        host = backend.read(args, specs)
+    finally:
+        backend.release(args)
+    host.update(values)
+    expected = case.reference(host)
+    return {name: relative_error(host[name], value) for name, value in expected.items()}
+
+
+def check_case(case, backend, seed: int = 0) -> dict:
+    """Generate, compile and check *case* on *backend*."""
+    knl = case.kernel()
+    generated = generate(knl, backend.name)
+    compiled = backend.compile(generated)
+    return check_compiled(backend, compiled, generated, typed_kernel(knl), case, seed)

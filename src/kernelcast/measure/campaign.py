@@ -1,0 +1,275 @@
+"""Measurement campaigns: run many kernel cases on one backend into one store, resumably.
+
+Cases are grouped by kernel: each kernel's code is generated once and keyed; cases whose key
+the store already holds are skipped (a killed campaign resumes where it stopped); the rest
+are compiled once, checked once against their reference at small sizes (suite cases), then
+timed by the §4.2 protocol one after another, each result committed before the next starts.
+Failures become rows with a status, and the campaign goes on.
+
+``measure_suite`` adds the paper's choice of sizes (§4.2): the empty kernel's launch
+overhead first, then for every class without a given p the smallest allowed p whose
+smallest case runs at least that long.
+
+Public names: Job, CampaignResult, run_campaign, measure_suite, measure_kernel, suite_jobs.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernelcast import __version__
+from kernelcast.errors import KernelcastError
+from kernelcast.measure import protocol
+from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
+from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory
+from kernelcast.measure.codegen import generate
+from kernelcast.measure.store import Store, measurement_key
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement: a kernel (built by *build*) at *params*. *kernel_id* groups jobs
+    that share one compiled kernel; *case* is the suite case, if any."""
+
+    name: str
+    kernel_id: str
+    build: Callable[[], object] = field(repr=False)
+    params: dict = field(hash=False)
+    case: object = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_case(cls, case) -> Job:
+        return cls(case.name, case.kernel_name, case.kernel, case.params, case)
+
+    def metadata(self) -> dict:
+        c = self.case
+        if c is None:
+            return {"case_name": self.name, "params": self.params}
+        return {"case_name": self.name, "params": self.params, "suite": c.suite,
+                "kernel_class": c.class_name, "variant": c.variant, "dtype": c.dtype,
+                "group_size": list(c.group_size), "p": c.p, "t": c.t}
+
+
+@dataclass
+class CampaignResult:
+    measured: int = 0
+    skipped: int = 0
+    statuses: dict = field(default_factory=dict)
+    keys: dict = field(default_factory=dict)  # job name -> store key
+
+    def count(self, status):
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+
+
+def _format_seconds(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class _Progress:
+    """One line per finished job, with the time left estimated from this run's pace."""
+
+    def __init__(self, total: int, stream):
+        self.total, self.stream, self.done, self.start = total, stream, 0, time.monotonic()
+
+    def __call__(self, name: str, row: dict | None):
+        self.done += 1
+        if self.stream is None:
+            return
+        elapsed = time.monotonic() - self.start
+        left = elapsed / self.done * (self.total - self.done)
+        if row is None:
+            what = "already in store"
+        elif row["status"] in ("ok", "unstable"):
+            what = (f"{row['status']} min {row['min_s'] * 1e6:.1f} µs, median "
+                    f"+{(row['median_s'] / row['min_s'] - 1) * 100:.1f}%")
+        else:
+            what = f"{row['status']}: {(row.get('message') or '')[:100]}"
+        print(f"[{self.done}/{self.total} {elapsed:.0f}s, ~{_format_seconds(left)} left] "
+              f"{name}: {what}", file=self.stream, flush=True)
+
+
+def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
+                 runs: int = protocol.RUNS, drop: int = protocol.DROP,
+                 tolerance: float = protocol.TOLERANCE, retries: int = protocol.RETRIES,
+                 seed: int = 0, progress=sys.stderr) -> CampaignResult:
+    """Measure *jobs* on *backend* into *store*; see the module docstring."""
+    result = CampaignResult()
+    unique = {}
+    for job in jobs:
+        unique.setdefault(job.name, job)
+    jobs = list(unique.values())
+    report = _Progress(len(jobs), progress)
+    done = store.keys()
+    by_kernel: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_kernel.setdefault(job.kernel_id, []).append(job)
+    for group in by_kernel.values():
+        _run_kernel(group, backend, store, done, result, report,
+                    dict(verify=verify, runs=runs, drop=drop, tolerance=tolerance,
+                         retries=retries, seed=seed))
+    return result
+
+
+def _record(store, job, key, code_sha, backend, result, report, **fields):
+    row = {**job.metadata(), "key": key, "kernelcast_version": __version__,
+           "code_sha256": code_sha, "build_options": backend.build_options, **fields}
+    store.add(row)
+    result.measured += 1
+    result.count(row["status"])
+    report(job.name, row)
+
+
+def _run_kernel(group, backend, store, done, result, report, opts):
+    first = group[0]
+    identity = backend.identity
+    try:
+        knl = first.build()
+        generated = generate(knl, backend.name)
+        typed = typed_kernel(knl)
+        code_sha, error = generated.code_sha256, None
+    except Exception as err:  # noqa: BLE001 - any failure to generate is the kernel's
+        generated, code_sha, error = None, None, f"code generation failed: {err}"
+    keys = {job.name: measurement_key(job.name, code_sha, backend.build_options, job.params,
+                                      identity, __version__) for job in group}
+    result.keys.update(keys)
+    todo = [job for job in group if keys[job.name] not in done]
+    for job in group:
+        if keys[job.name] in done:
+            result.skipped += 1
+            report(job.name, None)
+    if not todo:
+        return
+    if error is None:
+        store.add_code(code_sha, generated.target, generated.code)
+        try:
+            compiled = backend.compile(generated)
+        except CompileError as err:
+            error = str(err)
+    if error is not None:
+        for job in todo:
+            _record(store, job, keys[job.name], code_sha, backend, result, report,
+                    status="compile_error", message=error)
+        return
+    failure = _verify(first, backend, compiled, generated, typed, opts) if opts["verify"] else None
+    for job in todo:
+        if failure is not None:
+            _record(store, job, keys[job.name], code_sha, backend, result, report, **failure)
+            continue
+        fields = _time_job(job, backend, compiled, generated, typed, opts)
+        _record(store, job, keys[job.name], code_sha, backend, result, report, **fields)
+
+
+def _verify(job, backend, compiled, generated, typed, opts) -> dict | None:
+    """None if the kernel computes its reference (or has none); else the failure row."""
+    from kernelcast.suites.verify import TOLERANCE, check_compiled
+
+    case = job.case
+    if case is None or not case.kclass.check_params:
+        return None
+    small = case.check_case()
+    try:
+        errors = check_compiled(backend, compiled, generated, typed, small, opts["seed"])
+    except OutOfMemory as err:
+        return {"status": "out_of_memory", "message": f"while checking: {err}"}
+    except (LaunchError, KernelcastError) as err:
+        return {"status": "launch_error", "message": f"while checking: {err}"}
+    worst = max(errors.values(), default=0.0)
+    if worst > TOLERANCE[case.dtype]:
+        bad = ", ".join(f"{k} {v:.3g}" for k, v in errors.items())
+        return {"status": "wrong_answer", "max_rel_error": worst,
+                "message": f"relative error at {small.params}: {bad}"}
+    return None
+
+
+def _time_job(job, backend, compiled, generated, typed, opts) -> dict:
+    args = {}
+    try:
+        specs, scalars = array_specs(typed, job.params)
+        values = scalar_arguments(scalars, job.params, np.random.default_rng(opts["seed"]))
+        args = backend.allocate(specs, values, opts["seed"])
+        timing = protocol.time_with_protocol(
+            lambda count: backend.time_launches(compiled, generated, args, job.params, count),
+            opts["runs"], opts["drop"], opts["tolerance"], opts["retries"])
+    except OutOfMemory as err:
+        return {"status": "out_of_memory", "message": str(err)}
+    except (LaunchError, KernelcastError) as err:
+        return {"status": "launch_error", "message": str(err)}
+    finally:
+        backend.release(args)
+    return {"status": timing.status, "min_s": timing.min, "median_s": timing.median,
+            "times_s": list(timing.times), "dropped": timing.drop,
+            "attempts": timing.attempts, "spreads": list(timing.spreads)}
+
+
+# {{{ suites and single kernels
+
+def suite_jobs(cases) -> list[Job]:
+    return [Job.from_case(c) for c in cases]
+
+
+def _min_time(store, key) -> float | None:
+    row = store.get(key)
+    return row["min_s"] if row and row["min_s"] is not None else None
+
+
+def launch_overhead(backend, store, **options) -> float:
+    """§4.2: the run time of the smallest empty-kernel case."""
+    from kernelcast.suites.paper import MEASUREMENT
+
+    empty = MEASUREMENT.kernel_class("empty")
+    case = next(empty.cases("measurement", min(empty.p_choices)))
+    job = Job.from_case(case)
+    result = run_campaign([job], backend, store, **options)
+    seconds = _min_time(store, result.keys[job.name])
+    if seconds is None:
+        raise KernelcastError(f"the empty kernel could not be timed on {backend.device.name}")
+    return seconds
+
+
+def choose_sizes(suite, backend, store, fixed: dict | None = None, **options) -> dict:
+    """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's."""
+    from kernelcast.suites.suite import choose_p
+
+    chosen = dict(fixed or {})
+    missing = [c for c in suite.classes if c.name not in chosen]
+    if not missing:
+        return chosen
+    overhead = launch_overhead(backend, store, **options)
+    for kclass in missing:
+        def smallest_time(p, kclass=kclass):
+            job = Job.from_case(next(kclass.cases(suite.name, p)))
+            keys = run_campaign([job], backend, store, **options).keys
+            return _min_time(store, keys[job.name])
+        chosen[kclass.name] = choose_p(kclass, smallest_time, overhead)
+    return chosen
+
+
+def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes=None,
+                  group_set=None, classes=None, progress=sys.stderr, **options):
+    """Measure every case of *suite* (optionally only *classes*) into *store*."""
+    if classes:
+        from kernelcast.suites.suite import Suite
+
+        suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
+    sizes = choose_sizes(suite, backend, store, p, progress=progress, **options)
+    if progress is not None:
+        print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
+    cases = suite.cases(sizes, dtypes, group_set)
+    return run_campaign(suite_jobs(cases), backend, store, progress=progress, **options)
+
+
+def measure_kernel(build, params: dict, backend, store: Store, *, name: str | None = None,
+                   **options) -> CampaignResult:
+    """Measure one kernel (a function returning a Loopy kernel) at *params*."""
+    knl = build()
+    label = name or knl.default_entrypoint.name
+    job_name = label + "/" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return run_campaign([Job(job_name, label, build, dict(params))], backend, store, **options)
+
+# }}}

@@ -1,0 +1,184 @@
+"""The compute devices kernelcast can measure on: OpenCL (any ICD) and CUDA (cupy).
+
+On machines where NVIDIA's OpenCL driver library is installed but not registered with the
+ICD loader, ``register_nvidia_opencl`` registers it for this process (a private vendors
+folder named by OCL_ICD_VENDORS) and says so with a KernelcastWarning. It must run before
+the first OpenCL platform query of the process; ``opencl_devices`` calls it.
+
+Public names: DeviceInfo, opencl_devices, cuda_devices, list_devices, find_device,
+best_device, register_nvidia_opencl.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+
+from kernelcast.errors import KernelcastError, KernelcastWarning, MissingDependencyError
+
+NVIDIA_OPENCL_LIBRARIES = (
+    "/usr/local/nvidia/lib64/libnvidia-opencl.so.1",
+    "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1",
+    "/usr/lib64/libnvidia-opencl.so.1",
+    "/usr/lib/libnvidia-opencl.so.1",
+)
+
+_registered = False
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device as a backend sees it. ``index`` is the position in its platform."""
+
+    backend: str  # "opencl" or "cuda"
+    platform: str
+    index: int
+    name: str
+    vendor: str
+    driver: str
+    kind: str  # "GPU", "CPU", ...
+    compute_units: int
+    clock_mhz: int
+    global_mem_bytes: int
+    max_alloc_bytes: int
+    local_mem_bytes: int
+    max_group_size: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}:{self.platform}:{self.name}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _icd_dirs() -> list[str]:
+    dirs = []
+    current = os.environ.get("OCL_ICD_VENDORS")
+    if current and os.path.isdir(current):
+        dirs.append(current)
+    dirs.append("/etc/OpenCL/vendors")
+    try:
+        import pyopencl
+
+        dirs.append(os.path.join(os.path.dirname(pyopencl.__file__), ".libs"))
+    except ImportError:
+        pass
+    return dirs
+
+
+def register_nvidia_opencl() -> str | None:
+    """Register NVIDIA's OpenCL driver with the ICD loader for this process when it is
+    installed but not registered. Returns the vendors folder it made, or None."""
+    global _registered
+    if _registered:
+        return os.environ.get("OCL_ICD_VENDORS")
+    library = next((lib for lib in NVIDIA_OPENCL_LIBRARIES if os.path.exists(lib)), None)
+    if library is None:
+        return None
+    icds = [icd for d in _icd_dirs() for icd in glob.glob(os.path.join(d, "*.icd"))]
+    for icd in icds:
+        with open(icd, encoding="utf-8", errors="replace") as f:
+            if "nvidia" in f.read().lower():
+                return None
+    folder = tempfile.mkdtemp(prefix="kernelcast-icd-")
+    for icd in icds:
+        shutil.copy(icd, os.path.join(folder, os.path.basename(icd)))
+    with open(os.path.join(folder, "nvidia.icd"), "w", encoding="utf-8") as f:
+        f.write(library + "\n")
+    os.environ["OCL_ICD_VENDORS"] = folder
+    _registered = True
+    warnings.warn(f"NVIDIA's OpenCL driver ({library}) was not registered with the OpenCL "
+                  f"ICD loader; kernelcast registered it for this process ({folder})",
+                  KernelcastWarning, stacklevel=2)
+    return folder
+
+
+def _opencl_info(platform, index, device) -> DeviceInfo:
+    import pyopencl as cl
+
+    return DeviceInfo(
+        backend="opencl", platform=platform.name.strip(), index=index,
+        name=device.name.strip(), vendor=device.vendor.strip(),
+        driver=device.driver_version.strip(),
+        kind=cl.device_type.to_string(device.type), compute_units=device.max_compute_units,
+        clock_mhz=device.max_clock_frequency, global_mem_bytes=device.global_mem_size,
+        max_alloc_bytes=device.max_mem_alloc_size, local_mem_bytes=device.local_mem_size,
+        max_group_size=device.max_work_group_size)
+
+
+def opencl_devices() -> list[DeviceInfo]:
+    """Every OpenCL device the ICD loader offers."""
+    register_nvidia_opencl()
+    import pyopencl as cl
+
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # no ICD at all
+        return []
+    return [_opencl_info(p, i, d) for p in platforms for i, d in enumerate(p.get_devices())]
+
+
+def cuda_devices() -> list[DeviceInfo]:
+    """Every CUDA device cupy sees; empty without cupy or a driver."""
+    try:
+        import cupy
+    except ImportError:
+        return []
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+        driver = cupy.cuda.runtime.driverGetVersion()
+    except Exception:  # noqa: BLE001 - cupy raises its own error types without a driver
+        return []
+    devices = []
+    for i in range(count):
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        devices.append(DeviceInfo(
+            backend="cuda", platform="CUDA", index=i, name=name, vendor="NVIDIA Corporation",
+            driver=f"CUDA {driver // 1000}.{driver % 1000 // 10}", kind="GPU",
+            compute_units=props["multiProcessorCount"], clock_mhz=props["clockRate"] // 1000,
+            global_mem_bytes=props["totalGlobalMem"], max_alloc_bytes=props["totalGlobalMem"],
+            local_mem_bytes=props["sharedMemPerBlock"],
+            max_group_size=props["maxThreadsPerBlock"]))
+    return devices
+
+
+def list_devices() -> list[DeviceInfo]:
+    return opencl_devices() + cuda_devices()
+
+
+def find_device(substring: str | None = None, backend: str = "opencl") -> DeviceInfo:
+    """The device of *backend* whose platform or name contains *substring*
+    (case-insensitive); the best one when *substring* is None."""
+    if backend == "cuda":
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError(
+                "the CUDA backend needs cupy: pip install 'kernelcast[cuda]'") from None
+        devices = cuda_devices()
+    elif backend == "opencl":
+        devices = opencl_devices()
+    else:
+        raise KernelcastError(f"unknown backend {backend!r}; use opencl or cuda")
+    if substring is None:
+        return best_device(devices, backend)
+    matches = [d for d in devices
+               if substring.lower() in f"{d.platform} {d.name}".lower()]
+    if not matches:
+        known = "; ".join(f"{d.platform}: {d.name}" for d in devices) or "none"
+        raise KernelcastError(f"no {backend} device matches {substring!r}; devices: {known}")
+    return matches[0]
+
+
+def best_device(devices: list[DeviceInfo], backend: str = "opencl") -> DeviceInfo:
+    """A GPU before anything else, then the most compute units × clock."""
+    if not devices:
+        raise KernelcastError(f"no {backend} device found; `kernelcast devices` lists what "
+                              "the machine offers (scripts/setup.sh installs PoCL for the CPU)")
+    return max(devices, key=lambda d: (d.kind == "GPU", d.compute_units * d.clock_mhz))

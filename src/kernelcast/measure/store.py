@@ -1,0 +1,205 @@
+"""The measurement store: SQLite, append-only, schema-versioned, one commit per measurement.
+
+A store belongs to one device: its backend, device name and driver are written when it is
+created, and opening it for another device or driver is refused. Rows are never updated or
+deleted (triggers enforce it); each has a unique key — a hash of the case name, generated
+code, build options, parameter values, device, driver and kernelcast version — so a
+campaign that is killed and resumed skips what it finished and duplicates nothing. Every
+row has a status; failed cases have no time, never a sentinel one.
+
+Public names: SCHEMA_VERSION, STATUSES, Store, StoreMismatchError, measurement_key,
+read_measurements.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+from kernelcast.errors import KernelcastError, MissingDependencyError
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "unstable", "compile_error", "launch_error", "out_of_memory",
+            "wrong_answer")
+IDENTITY = ("backend", "device", "driver")
+
+_SCHEMA = f"""
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE kernels (code_sha256 TEXT PRIMARY KEY, target TEXT NOT NULL, code TEXT NOT NULL);
+CREATE TABLE measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    recorded_at TEXT NOT NULL,
+    suite TEXT,
+    case_name TEXT NOT NULL,
+    kernel_class TEXT,
+    variant TEXT,
+    dtype TEXT,
+    group_size TEXT,
+    p INTEGER,
+    t INTEGER,
+    params TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    device TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    kernelcast_version TEXT NOT NULL,
+    code_sha256 TEXT,
+    build_options TEXT,
+    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
+    min_s REAL,
+    median_s REAL,
+    times_s TEXT,
+    dropped INTEGER,
+    attempts INTEGER,
+    spreads TEXT,
+    max_rel_error REAL,
+    message TEXT,
+    CHECK ((status IN ('ok', 'unstable')) = (min_s IS NOT NULL))
+);
+CREATE TRIGGER measurements_append_only_update BEFORE UPDATE ON measurements
+BEGIN SELECT RAISE(ABORT, 'the measurement store is append-only'); END;
+CREATE TRIGGER measurements_append_only_delete BEFORE DELETE ON measurements
+BEGIN SELECT RAISE(ABORT, 'the measurement store is append-only'); END;
+"""
+
+_JSON_COLUMNS = ("group_size", "params", "times_s", "spreads")
+
+
+class StoreMismatchError(KernelcastError):
+    """The store holds measurements of another device, driver, backend or schema."""
+
+
+def measurement_key(case_name: str, code_sha256: str | None, build_options: str,
+                    params: dict, identity: dict, version: str) -> str:
+    material = json.dumps({
+        "case": case_name, "code": code_sha256, "build_options": build_options,
+        "params": {k: params[k] for k in sorted(params)},
+        **{k: identity[k] for k in IDENTITY}, "kernelcast": version}, sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """An open measurement store. *identity* (backend, device, driver) is required to
+    create one and, when given, must match an existing one."""
+
+    def __init__(self, path, identity: dict | None = None):
+        self.path = Path(path)
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        if not exists and identity is None:
+            raise KernelcastError(f"no measurement store at {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, timeout=30)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA synchronous = FULL")
+        if not exists:
+            with self._conn:
+                self._conn.executescript(_SCHEMA)
+                self._conn.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
+                     *((k, identity[k]) for k in IDENTITY)])
+        self.meta = self._read_meta()
+        self._check(identity)
+
+    def _read_meta(self) -> dict:
+        try:
+            return dict(self._conn.execute("SELECT name, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as err:
+            raise StoreMismatchError(f"{self.path} is not a kernelcast store: {err}") from None
+
+    def _check(self, identity):
+        version = self.meta.get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise StoreMismatchError(f"{self.path} has schema version {version}; this "
+                                     f"kernelcast reads version {SCHEMA_VERSION}")
+        if identity is None:
+            return
+        theirs = {k: self.meta.get(k) for k in IDENTITY}
+        ours = {k: identity[k] for k in IDENTITY}
+        if theirs != ours:
+            diff = ", ".join(f"{k} {theirs[k]!r} (this run: {ours[k]!r})"
+                             for k in IDENTITY if theirs[k] != ours[k])
+            raise StoreMismatchError(
+                f"{self.path} holds measurements of another device: {diff}; "
+                "use another --db for this device")
+
+    @property
+    def identity(self) -> dict:
+        return {k: self.meta[k] for k in IDENTITY}
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def keys(self) -> set[str]:
+        return {row[0] for row in self._conn.execute("SELECT key FROM measurements")}
+
+    def get(self, key: str) -> dict | None:
+        row = self._conn.execute("SELECT * FROM measurements WHERE key = ?", (key,)).fetchone()
+        return _decode(row) if row else None
+
+    def rows(self) -> list[dict]:
+        return [_decode(r) for r in self._conn.execute("SELECT * FROM measurements ORDER BY id")]
+
+    def add_code(self, code_sha256: str, target: str, code: str) -> None:
+        with self._conn:
+            self._conn.execute("INSERT OR IGNORE INTO kernels VALUES (?, ?, ?)",
+                               (code_sha256, target, code))
+
+    def code(self, code_sha256: str) -> str | None:
+        row = self._conn.execute("SELECT code FROM kernels WHERE code_sha256 = ?",
+                                 (code_sha256,)).fetchone()
+        return row[0] if row else None
+
+    def add(self, row: dict) -> int:
+        """Append one measurement and commit it; returns its id. Identity columns and
+        the time of recording are filled in."""
+        if row.get("status") not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {row.get('status')!r}")
+        values = {**row, **self.identity, "recorded_at": _now()}
+        for column in _JSON_COLUMNS:
+            if values.get(column) is not None:
+                values[column] = json.dumps(values[column])
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        with self._conn:
+            cursor = self._conn.execute(
+                f"INSERT INTO measurements ({columns}) VALUES ({marks})",  # noqa: S608
+                list(values.values()))
+        return cursor.lastrowid
+
+
+def _decode(row: sqlite3.Row) -> dict:
+    result = dict(row)
+    for column in _JSON_COLUMNS:
+        if result.get(column) is not None:
+            result[column] = json.loads(result[column])
+    return result
+
+
+def read_measurements(path):
+    """The store at *path* as a pandas DataFrame, one row per measurement, with the
+    parameters spread into columns ``param_<name>``."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise MissingDependencyError("reading a store into a DataFrame needs pandas") from None
+    with Store(path) as store:
+        rows = store.rows()
+    frame = pd.DataFrame(rows)
+    if rows:
+        params = pd.DataFrame([r["params"] for r in rows]).add_prefix("param_")
+        frame = pd.concat([frame, params], axis=1)
+    return frame
