@@ -57,15 +57,6 @@ def test_errors_exit_2_with_a_message(capsys, args, message):
     assert message in err
 
 
-def test_demo_prints_every_paper_kernel(capsys):
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-    for title in ("§3.1 scale", "finite differences", "skinny matrix", "N-body",
-                  "convolution"):
-        assert title in out
-    assert out.count("global access sites") == 5
-
-
 def test_entry_point_runs_as_a_process():
     result = subprocess.run(
         [sys.executable, "-m", "kernelcast", "properties", f"{EXAMPLES}:scale", "--param",

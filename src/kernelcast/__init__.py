@@ -1,7 +1,8 @@
 """kernelcast: predict how long a GPU compute kernel runs before running it.
 
-Public names: extract_properties, Properties, AccessInfo, PROPERTY_NAMES, UNITS, and the
-errors and warnings of kernelcast.errors.
+Public names: extract_properties, Properties, AccessInfo, PROPERTY_NAMES, UNITS,
+LinearModel, Profile, load_profile, predict, explain, and the errors and warnings of
+kernelcast.errors. GPU libraries are imported only when a backend is made.
 """
 
 from kernelcast.errors import (
@@ -20,6 +21,10 @@ from kernelcast.properties import PROPERTY_NAMES, UNITS, AccessInfo, Properties,
 
 __version__ = "0.1.0"
 
+from kernelcast.evaluate import explain, predict  # noqa: E402
+from kernelcast.models.linear import LinearModel  # noqa: E402
+from kernelcast.models.profile import Profile, load_profile  # noqa: E402
+
 __all__ = [
     "PROPERTY_NAMES",
     "UNITS",
@@ -29,12 +34,17 @@ __all__ = [
     "DtypeNotFixedError",
     "KernelcastError",
     "KernelcastWarning",
+    "LinearModel",
     "MissingDependencyError",
     "NotALoopyKernelError",
     "ParameterError",
+    "Profile",
     "Properties",
     "UncountedWarning",
     "UnsupportedKernelError",
     "__version__",
+    "explain",
     "extract_properties",
+    "load_profile",
+    "predict",
 ]

@@ -53,19 +53,6 @@ def _cmd_properties(args) -> int:
     return 0
 
 
-def _demo_cases():
-    from kernelcast.suites import kernels as k
-
-    return [
-        ("§3.1 scale", k.scale(256), {"n": 2**20}),
-        ("§5 finite differences", k.finite_difference((16, 16)), {"n": 2**11}),
-        ("§5 skinny matrix multiplication", k.matmul_tiled((16, 16)),
-         {"n": 2**10, "m": 2**13, "l": 2**10}),
-        ("§5 N-body", k.nbody(256), {"n": 2**11}),
-        ("§5 convolution", k.convolution((16, 16)), {"n": 2**8}),
-    ]
-
-
 def _cmd_suites(args) -> int:
     from collections import Counter
 
@@ -141,19 +128,133 @@ def _cmd_measure(args) -> int:
     return 0
 
 
-def _cmd_demo(args) -> int:
-    from kernelcast.properties import extract_properties
-    from kernelcast.properties.display import properties_table
+def _measure_options(args) -> dict:
+    return {"runs": args.runs, "tolerance": args.tolerance}
 
-    print("kernelcast demo: symbolic properties of the paper's example kernels "
-          "(Stevens & Klöckner §3.1, §5)\n")
-    for title, knl, params in _demo_cases():
-        start = time.perf_counter()
-        props = extract_properties(knl)
-        elapsed = time.perf_counter() - start
-        print(f"== {title} (extracted in {elapsed:.2f} s)")
-        print(properties_table(props, params))
+
+def _print_evaluation(profile, table, summary, cv_summary=None) -> None:
+    from kernelcast.report import format_summary, format_table1, format_table2
+
+    print(f"Table 1: test kernels on {profile.device} ({profile.backend}), predicted by the "
+          f"profile fitted on {profile.fit.get('cases')} {profile.suite} cases\n")
+    print(format_table1(table))
+    print("\ngeometric mean of relative error per kernel\n")
+    print(format_summary(summary))
+    print("\nTable 2: weights\n")
+    print(format_table2(profile))
+    if profile.fit.get("negative_weights"):
+        print(f"\nnegative weights (the paper's unconstrained fit allows them): "
+              f"{', '.join(profile.fit['negative_weights'])}; --nonnegative forbids them")
+    if cv_summary is not None:
+        print("\nleave-one-class-out cross-validation over the measurement classes\n")
+        print(format_summary(cv_summary))
+
+
+def _cmd_calibrate(args) -> int:
+    from kernelcast.workflow import calibrate
+
+    profile, path = calibrate(args.device, args.backend, args.db, args.profile, args.suite,
+                              args.nonnegative, **_measure_options(args))
+    fit = profile.fit
+    print(f"profile written to {path}: {len(profile.weights)} weights from {fit['cases']} "
+          f"cases, training geometric-mean relative error "
+          f"{fit['training_geomean_rel_error']:.1%}")
+    if fit["negative_weights"]:
+        print(f"negative weights: {', '.join(fit['negative_weights'])}")
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from kernelcast.evaluate import explain
+    from kernelcast.kernel import load_factory
+    from kernelcast.models.profile import load_profile
+    from kernelcast.properties import extract_properties
+
+    profile = load_profile(args.profile)
+    params = _pairs(args.param, _int, "--param")
+    props = extract_properties(load_factory(args.kernel)(),
+                               data_statistics=_pairs(args.stat, float, "--stat"))
+    parts = explain(props, params, profile)
+    total = sum(parts.values())
+    if args.json:
+        json.dump({"device": profile.device, "params": params, "seconds": total,
+                   "breakdown": parts}, sys.stdout, indent=1)
         print()
+        return 0
+    print(f"predicted run time on {profile.device} ({profile.backend}): {total:.4g} s")
+    for name, seconds in parts.items():
+        if seconds:
+            print(f"  {name:<28} {seconds:>12.4g} s  {seconds / total:>7.1%}")
+    return 0
+
+
+def _cmd_evaluate(args) -> int:
+    from kernelcast.evaluate import PropertyCache, cross_validate, summarize
+    from kernelcast.measure.store import Store
+    from kernelcast.models.profile import load_profile
+    from kernelcast.workflow import evaluate_profile
+
+    profile = load_profile(args.profile)
+    cache = PropertyCache()
+    table, summary = evaluate_profile(profile, args.db, False if args.no_measure else None,
+                                      cache=cache, **_measure_options(args))
+    cv_summary = None
+    if args.cv:
+        with Store(args.db or profile.store) as store:
+            cv_summary = summarize(cross_validate(store, profile.suite, cache=cache))
+    _print_evaluation(profile, table, summary, cv_summary)
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from kernelcast.evaluate import PropertyCache, cross_validate, explain, summarize
+    from kernelcast.measure.store import Store
+    from kernelcast.models.profile import load_profile
+    from kernelcast.report import write_report
+    from kernelcast.suites.paper import TEST_SUITE_OF, get_suite
+    from kernelcast.workflow import evaluate_profile
+
+    profile = load_profile(args.profile)
+    cache = PropertyCache()
+    table, summary = evaluate_profile(profile, args.db, False, cache=cache)
+    with Store(args.db or profile.store) as store:
+        cv = cross_validate(store, profile.suite, cache=cache)
+    breakdowns = {}
+    for kclass in get_suite(TEST_SUITE_OF.get(profile.suite, "test")).classes:
+        largest = table[table.kernel_class == kclass.name].sort_values("measured_s").tail(1)
+        if len(largest):
+            case = next(c for c in kclass.cases("", kclass.p_choices[0])
+                        ).with_params(largest.params.iloc[0])
+            breakdowns[f"{kclass.name} {_params_text(case.params)}"] = explain(
+                case.kernel(), case.params, profile)
+    files = write_report(args.out, profile, table, summary, cv, summarize(cv), breakdowns)
+    for path in files:
+        print(path)
+    return 0
+
+
+def _params_text(params) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def _cmd_demo(args) -> int:
+    from kernelcast.evaluate import PropertyCache, cross_validate, summarize
+    from kernelcast.measure.store import Store
+    from kernelcast.workflow import calibrate, evaluate_profile
+
+    print("kernelcast demo: calibrate the best device present with the paper's measurement "
+          "suite, then predict the paper's test kernels (Stevens & Klöckner §4-5)\n",
+          flush=True)
+    cache = PropertyCache()
+    start = time.perf_counter()
+    profile, path = calibrate(args.device, args.backend, cache=cache)
+    print(f"\ncalibrated in {time.perf_counter() - start:.0f} s; profile: {path}\n",
+          flush=True)
+    table, summary = evaluate_profile(profile, cache=cache)
+    with Store(profile.store) as store:
+        cv_summary = summarize(cross_validate(store, profile.suite, cache=cache))
+    print()
+    _print_evaluation(profile, table, summary, cv_summary)
     return 0
 
 
@@ -208,7 +309,48 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip checking suite kernels against their references")
     p.set_defaults(run=_cmd_measure)
 
-    p = sub.add_parser("demo", help="the main job: properties of the paper's kernels")
+    def timing_args(p):
+        p.add_argument("--runs", type=int, default=30, help="launches per attempt (paper: 30)")
+        p.add_argument("--tolerance", type=float, default=0.10,
+                       help="largest median/min - 1 of a stable case")
+
+    p = sub.add_parser("calibrate", help="measure the measurement suite, fit, write a profile")
+    p.add_argument("--device", help="a substring of the device name (default: the best)")
+    p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
+    p.add_argument("--db", help="measurement store (default: kernelcast-data/<device>.sqlite)")
+    p.add_argument("--profile", help="where to write the profile (default: beside the store)")
+    p.add_argument("--suite", help="measurement (GPU default) or measurement-cpu (CPU default)")
+    p.add_argument("--nonnegative", action="store_true", help="fit non-negative weights")
+    timing_args(p)
+    p.set_defaults(run=_cmd_calibrate)
+
+    p = sub.add_parser("predict", help="predict a kernel's run time with a profile")
+    p.add_argument("kernel", help="FILE.py:FACTORY, a function returning a Loopy kernel")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE", required=True)
+    p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_predict)
+
+    p = sub.add_parser("evaluate", help="Table 1 and Table 2 of a profile on the test suite")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--db", help="measurement store (default: the profile's)")
+    p.add_argument("--no-measure", action="store_true",
+                   help="only read the store, even when the device is present")
+    p.add_argument("--cv", action="store_true",
+                   help="also leave-one-class-out cross-validation")
+    timing_args(p)
+    p.set_defaults(run=_cmd_evaluate)
+
+    p = sub.add_parser("report", help="markdown, CSV and figures of a profile's evaluation")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--db", help="measurement store (default: the profile's)")
+    p.add_argument("--out", required=True, help="folder for the report")
+    p.set_defaults(run=_cmd_report)
+
+    p = sub.add_parser("demo", help="the main job: calibrate the best device, evaluate")
+    p.add_argument("--device", help="a substring of the device name (default: the best)")
+    p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
     p.set_defaults(run=_cmd_demo)
     return parser
 

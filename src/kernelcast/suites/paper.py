@@ -5,7 +5,7 @@ are the set the paper used on its newest GPU (Titan X) for the measurement class
 256-work-item groups it reports for the test kernels. docs/suites.md lists everything next
 to the paper's text.
 
-Public names: MEASUREMENT, TEST, SUITES, get_suite.
+Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, SUITES, TEST_SUITE_OF, get_suite.
 """
 
 from __future__ import annotations
@@ -105,7 +105,16 @@ TEST = Suite("test", (
                 check_params={"n": 21}),
 ))
 
-SUITES = {suite.name: suite for suite in (MEASUREMENT, TEST)}
+# The same suites at sizes a CPU (PoCL) runs in minutes: every p lowered so that the
+# largest case has about 10^6-10^8 operations; one group size per class.
+MEASUREMENT_CPU = MEASUREMENT.scaled("measurement-cpu", {
+    "matmul_tiled": 4, "matmul_naive": 3, "scale_add": 6, "transpose": 4, "global_access": 5,
+    "filled_stride": 6, "arithmetic": 4, "empty": 4})
+TEST_CPU = TEST.scaled("test-cpu", {
+    "finite_difference": 4, "skinny_matmul": 6, "nbody": 3, "convolution": 3})
+
+SUITES = {suite.name: suite for suite in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU)}
+TEST_SUITE_OF = {"measurement": "test", "measurement-cpu": "test-cpu"}
 
 
 def get_suite(name: str) -> Suite:

@@ -11,7 +11,7 @@ Public names: GROUP_SETS, Case, KernelClass, Suite, choose_p.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -149,6 +149,17 @@ class Suite:
                 return kclass
         raise KernelcastError(f"suite {self.name!r} has no class {name!r}; "
                               f"classes: {', '.join(c.name for c in self.classes)}")
+
+    def scaled(self, name: str, shifts: dict[str, int]) -> Suite:
+        """The same classes with every allowed p lowered by *shifts[class]* and only the
+        middle group size of each class: the paper's suites at sizes a CPU runs quickly."""
+        classes = []
+        for kclass in self.classes:
+            groups = kclass.groups()
+            classes.append(replace(
+                kclass, p_choices=tuple(p - shifts[kclass.name] for p in kclass.p_choices),
+                group_set=None, group_sizes=(groups[len(groups) // 2],)))
+        return Suite(name, tuple(classes))
 
     def cases(self, p: dict[str, int] | None = None, dtypes: Iterable[str] | None = None,
               group_set: str | None = None) -> list[Case]:

@@ -1,0 +1,160 @@
+"""Fitting and evaluating the linear model on stored measurements (paper §4.3, §5).
+
+Rows of a measurement store are turned back into suite cases, their kernels' properties
+extracted once per kernel and evaluated at each row's sizes, and paired with the measured
+minimum times. From these: a device profile fitted on the measurement suite
+(``fit_profile``), the paper's Table 1 for the test suite (``table1``), and
+leave-one-class-out cross-validation (``cross_validate``).
+
+Relative error is |predicted − measured| / measured; summaries use the geometric mean, as
+the paper does.
+
+Public names: predict, explain, PropertyCache, case_from_row, dataset, fit_profile, table1,
+summarize, cross_validate, geometric_mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from kernelcast import __version__
+from kernelcast.errors import KernelcastError
+from kernelcast.models.linear import LinearModel, relative_errors
+from kernelcast.models.profile import Profile
+from kernelcast.properties import Properties, extract_properties
+from kernelcast.suites.suite import Case
+
+TIMED = ("ok", "unstable")
+
+
+def _values(knl_or_props, params) -> dict[str, float]:
+    props = knl_or_props if isinstance(knl_or_props, Properties) else extract_properties(
+        knl_or_props)
+    return props.evaluate(params)
+
+
+def predict(knl, params: dict, profile: Profile) -> float:
+    """Predicted run time in seconds of *knl* (a Loopy kernel, or its Properties) at
+    *params* on the profile's device."""
+    return profile.predict_values(_values(knl, params))
+
+
+def explain(knl, params: dict, profile: Profile) -> dict[str, float]:
+    """Seconds contributed by each property (weight × count), largest first; they sum to
+    ``predict``."""
+    parts = profile.contributions(_values(knl, params))
+    return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
+
+
+def geometric_mean(values) -> float:
+    values = np.clip(np.asarray(values, float), 1e-12, None)
+    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+
+
+class PropertyCache:
+    """Properties of suite kernels, extracted once per kernel."""
+
+    def __init__(self):
+        self._props: dict[str, Properties] = {}
+
+    def values(self, case: Case) -> dict[str, float]:
+        if case.kernel_name not in self._props:
+            self._props[case.kernel_name] = extract_properties(case.kernel())
+        return self._props[case.kernel_name].evaluate(case.params)
+
+
+def case_from_row(row: dict) -> Case | None:
+    """The suite case a store row measured, or None for rows of no suite."""
+    from kernelcast.suites.paper import get_suite
+
+    if not row.get("suite") or not row.get("kernel_class"):
+        return None
+    kclass = get_suite(row["suite"]).kernel_class(row["kernel_class"])
+    return Case(row["suite"], kclass, row["variant"] or "", row["dtype"],
+                tuple(row["group_size"]), row["p"], row["t"], dict(row["params"]))
+
+
+def dataset(rows: list[dict], suite: str, cache: PropertyCache | None = None,
+            statuses=TIMED) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """(properties, measured seconds, row information) for the timed rows of *suite*."""
+    cache = cache or PropertyCache()
+    features, times, info = [], [], []
+    for row in rows:
+        if row["suite"] != suite or row["status"] not in statuses:
+            continue
+        case = case_from_row(row)
+        features.append(cache.values(case))
+        times.append(row["min_s"])
+        info.append({"case_name": row["case_name"], "kernel_class": row["kernel_class"],
+                     "variant": row["variant"], "dtype": row["dtype"],
+                     "params": row["params"], "status": row["status"]})
+    if not features:
+        raise KernelcastError(f"the store has no timed rows of the {suite} suite")
+    X = pd.DataFrame(features).fillna(0.0)
+    X = X.loc[:, (X != 0).any(axis=0)]
+    return X, np.array(times), pd.DataFrame(info)
+
+
+def _fit(X, y, nonnegative):
+    return LinearModel(nonnegative=nonnegative).fit(X, y)
+
+
+def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
+                cache: PropertyCache | None = None, statuses=TIMED) -> Profile:
+    """Fit the linear model to the *suite* rows of *store* (a kernelcast Store)."""
+    X, y, _info = dataset(store.rows(), suite, cache, statuses)
+    model = _fit(X, y, nonnegative)
+    errors = relative_errors(model.predict(X), y)
+    identity = store.identity
+    return Profile(
+        weights=dict(zip(model.feature_names_in_, map(float, model.coef_), strict=True)),
+        device=identity["device"], driver=identity["driver"], backend=identity["backend"],
+        suite=suite, store=str(store.path.resolve()), kernelcast_version=__version__,
+        fit={"cases": len(y), "nonnegative": nonnegative,
+             "negative_weights": model.negative_weights_,
+             "training_geomean_rel_error": geometric_mean(errors),
+             "training_max_rel_error": float(errors.max())})
+
+
+def table1(profile: Profile, store, suite: str = "test",
+           cache: PropertyCache | None = None) -> pd.DataFrame:
+    """The paper's Table 1: per test case, predicted and measured seconds and the
+    relative error."""
+    if store.identity["device"] != profile.device:
+        raise KernelcastError(f"the profile is for {profile.device}, the store holds "
+                              f"measurements of {store.identity['device']}")
+    X, y, info = dataset(store.rows(), suite, cache)
+    predicted = np.array([profile.predict_values(dict(row)) for _, row in X.iterrows()])
+    table = info.assign(predicted_s=predicted, measured_s=y,
+                        rel_error=relative_errors(predicted, y))
+    return table.sort_values(["kernel_class", "measured_s"]).reset_index(drop=True)
+
+
+def summarize(table: pd.DataFrame, by: str = "kernel_class") -> pd.DataFrame:
+    """Geometric mean (and max) of relative error per group and overall."""
+    groups = table.groupby(by).rel_error
+    summary = pd.DataFrame({"cases": groups.size(), "geomean_rel_error": groups.agg(
+        geometric_mean), "max_rel_error": groups.max()})
+    summary.loc["overall"] = [len(table), geometric_mean(table.rel_error),
+                              table.rel_error.max()]
+    return summary
+
+
+def cross_validate(store, suite: str = "measurement", nonnegative: bool = False,
+                   cache: PropertyCache | None = None) -> pd.DataFrame:
+    """Leave-one-class-out: fit on all other classes, predict the held-out one. Returns
+    one row per measured case with its relative error."""
+    X, y, info = dataset(store.rows(), suite, cache)
+    parts = []
+    for held_out in sorted(info.kernel_class.unique()):
+        test = (info.kernel_class == held_out).to_numpy()
+        train_X = X[~test].loc[:, (X[~test] != 0).any(axis=0)]
+        model = _fit(train_X, y[~test], nonnegative)
+        test_X = X[test].reindex(columns=train_X.columns, fill_value=0.0)
+        unseen = [c for c in X.columns if c not in train_X.columns and (X[test][c] != 0).any()]
+        predicted = model.predict(test_X)
+        parts.append(info[test].assign(predicted_s=predicted, measured_s=y[test],
+                                       rel_error=relative_errors(predicted, y[test]),
+                                       unseen_properties=", ".join(unseen)))
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,2 @@
+"""Performance models: the fitted linear model of the paper (kernelcast.models.linear) and
+its device profiles (kernelcast.models.profile)."""

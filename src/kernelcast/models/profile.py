@@ -1,0 +1,107 @@
+"""Device profiles: fitted weights with their units and where they came from, as JSON.
+
+A profile is what a user keeps per device: the weights of the linear model (seconds per
+unit of each property), the device, driver and backend they were measured on, the suite and
+store they were fitted from, fit diagnostics, and the kernelcast version. ``save`` writes
+versioned JSON; ``load_profile`` validates it and names what is wrong.
+
+Public names: PROFILE_FORMAT, Profile, load_profile.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelcast.errors import KernelcastError, UncountedWarning
+from kernelcast.properties.vocabulary import PROPERTY_NAMES, UNITS
+
+PROFILE_FORMAT = 1
+
+
+@dataclass
+class Profile:
+    """Weights (seconds per unit) by property name, and their provenance."""
+
+    weights: dict[str, float]
+    device: str
+    driver: str
+    backend: str
+    suite: str = ""
+    store: str = ""
+    model: str = "linear"
+    fit: dict = field(default_factory=dict)
+    kernelcast_version: str = ""
+    created_at: str = ""
+
+    def contributions(self, values: dict[str, float]) -> dict[str, float]:
+        """Seconds per property for property *values*; sums to the prediction. Nonzero
+        properties the profile has no weight for are left out with an UncountedWarning."""
+        missing = sorted(k for k, v in values.items() if v and k not in self.weights)
+        if missing:
+            warnings.warn(f"the profile for {self.device} has no weight for {missing} (no "
+                          "measurement kernel exercised them); they count as zero",
+                          UncountedWarning, stacklevel=3)
+        return {name: w * values.get(name, 0.0) for name, w in self.weights.items()}
+
+    def predict_values(self, values: dict[str, float]) -> float:
+        return float(sum(self.contributions(values).values()))
+
+    def to_json(self, store: str | None = None) -> dict:
+        return {
+            "format": PROFILE_FORMAT, "model": self.model, "device": self.device,
+            "driver": self.driver, "backend": self.backend, "suite": self.suite,
+            "store": self.store if store is None else store, "kernelcast_version": self.kernelcast_version,
+            "created_at": self.created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(
+                timespec="seconds"),
+            "weights": {name: {"value": w, "unit": "s", "per": UNITS.get(name, "count")}
+                        for name, w in self.weights.items()},
+            "fit": self.fit,
+        }
+
+    def save(self, path) -> Path:
+        """Write JSON; the store's path is written relative to the profile's folder."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = self.store and os.path.relpath(Path(self.store).resolve(),
+                                               path.parent.resolve())
+        path.write_text(json.dumps(self.to_json(store), indent=1) + "\n", encoding="utf-8")
+        return path
+
+
+def load_profile(path) -> Profile:
+    """Read and validate a profile written by Profile.save; the store's path comes back
+    relative to the current folder."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KernelcastError(f"no profile at {path}") from None
+    except json.JSONDecodeError as err:
+        raise KernelcastError(f"{path} is not JSON: {err}") from None
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+        raise KernelcastError(f"{path}: not a kernelcast profile of format {PROFILE_FORMAT} "
+                              f"(format {doc.get('format') if isinstance(doc, dict) else None})")
+    for key in ("device", "driver", "backend", "weights"):
+        if key not in doc:
+            raise KernelcastError(f"{path}: missing {key!r}")
+    weights = {}
+    for name, entry in doc["weights"].items():
+        if name not in PROPERTY_NAMES:
+            raise KernelcastError(f"{path}: unknown property {name!r}")
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise KernelcastError(f"{path}: weight of {name!r} is not a finite number")
+        weights[name] = float(value)
+    store = doc.get("store", "")
+    if store:
+        store = os.path.normpath(path.parent / store)
+    return Profile(weights, doc["device"], doc["driver"], doc["backend"],
+                   doc.get("suite", ""), store, doc.get("model", "linear"),
+                   doc.get("fit", {}), doc.get("kernelcast_version", ""),
+                   doc.get("created_at", ""))

@@ -1,0 +1,88 @@
+"""End to end on PoCL: calibrate (the CPU-sized measurement suite), then predict, evaluate,
+report and the README's main job, all through the command line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelcast.cli import main
+from kernelcast.measure.store import read_measurements
+from kernelcast.models.profile import load_profile
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels.py"
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """`kernelcast calibrate --device portable` in a fresh folder: the real measurement of
+    the measurement-cpu suite on PoCL and the fit (about a minute on two cores)."""
+    folder = tmp_path_factory.mktemp("calibration")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        assert main(["calibrate", "--device", "portable"]) == 0
+        profiles = list((folder / "kernelcast-data").glob("*.json"))
+        stores = list((folder / "kernelcast-data").glob("*.sqlite"))
+    assert len(profiles) == len(stores) == 1
+    return folder, profiles[0], stores[0]
+
+
+def test_calibration_measured_the_suite_and_fitted(calibrated, capsys):
+    _folder, profile_path, store_path = calibrated
+    profile = load_profile(profile_path)
+    frame = read_measurements(store_path)
+    timed = frame[frame.suite == "measurement-cpu"]
+    assert profile.suite == "measurement-cpu" and profile.backend == "opencl"
+    assert profile.fit["cases"] == int(timed.status.isin(["ok", "unstable"]).sum()) > 200
+    assert set(timed.kernel_class) == {"matmul_tiled", "matmul_naive", "scale_add",
+                                       "transpose", "global_access", "filled_stride",
+                                       "arithmetic", "empty"}
+    assert {"launch", "workgroup", "add_f32", "add_f64"} <= set(profile.weights)
+    assert profile.fit["training_geomean_rel_error"] < 0.5
+
+
+def test_predict_command(calibrated, capsys):
+    _folder, profile_path, _ = calibrated
+    assert main(["predict", f"{EXAMPLES}:scale", "--profile", str(profile_path),
+                 "--param", "n=1000000", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["seconds"] == pytest.approx(sum(doc["breakdown"].values()))
+    assert doc["seconds"] > 0
+    assert main(["predict", f"{EXAMPLES}:scale", "--profile", str(profile_path),
+                 "--param", "n=1000000"]) == 0
+    assert "predicted run time on" in capsys.readouterr().out
+
+
+def test_evaluate_command_measures_the_test_suite(calibrated, capsys):
+    folder, profile_path, store_path = calibrated
+    assert main(["evaluate", "--profile", str(profile_path), "--cv"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("Table 1", "Table 2", "cross-validation"):
+        assert heading in out
+    for kernel in ("finite_difference", "skinny_matmul", "nbody", "convolution", "overall"):
+        assert kernel in out
+    frame = read_measurements(store_path)
+    assert (frame.suite == "test-cpu").sum() == 16
+
+
+def test_report_command(calibrated, tmp_path, capsys):
+    _folder, profile_path, _ = calibrated
+    main(["evaluate", "--profile", str(profile_path)])  # make sure the test suite is in
+    capsys.readouterr()
+    assert main(["report", "--profile", str(profile_path), "--out", str(tmp_path)]) == 0
+    names = {Path(line).name for line in capsys.readouterr().out.split()}
+    assert {"report.md", "table1.csv", "weights.csv", "cv.csv", "predicted_vs_measured.png",
+            "breakdown.png"} <= names
+    assert (tmp_path / "predicted_vs_measured.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Table 1" in (tmp_path / "report.md").read_text()
+
+
+def test_demo_is_the_main_job(calibrated, capsys):
+    """The README's first command; in the calibrated folder it resumes the stored
+    campaign instead of measuring again."""
+    folder, _, _ = calibrated
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        assert main(["demo", "--device", "portable"]) == 0
+    out = capsys.readouterr().out
+    assert "Table 1" in out and "overall" in out and "calibrated in" in out
