@@ -40,14 +40,15 @@ class Profile:
     created_at: str = ""
 
     def contributions(self, values: dict[str, float]) -> dict[str, float]:
-        """Seconds per property for property *values*; sums to the prediction. Nonzero
+        """Seconds per nonzero property of *values*; sums to the prediction. Nonzero
         properties the profile has no weight for are left out with an UncountedWarning."""
         missing = sorted(k for k, v in values.items() if v and k not in self.weights)
         if missing:
             warnings.warn(f"the profile for {self.device} has no weight for {missing} (no "
                           "measurement kernel exercised them); they count as zero",
                           UncountedWarning, stacklevel=3)
-        return {name: w * values.get(name, 0.0) for name, w in self.weights.items()}
+        return {name: w * values[name] for name, w in self.weights.items()
+                if values.get(name)}
 
     def predict_values(self, values: dict[str, float]) -> float:
         return float(sum(self.contributions(values).values()))
