@@ -118,16 +118,17 @@ def write_report(out, profile: Profile, table: pd.DataFrame, summary: pd.DataFra
         fig, ax = plt.subplots(figsize=(7, 0.6 * len(breakdowns) + 1.5))
         left = {kernel: 0.0 for kernel in breakdowns}
         labels = list(breakdowns)
+        totals = {k: sum(max(v, 0.0) for v in breakdowns[k].values()) or 1.0 for k in labels}
         for name in names:
-            widths = [max(breakdowns[k].get(name, 0.0), 0.0) for k in labels]
+            widths = [max(breakdowns[k].get(name, 0.0), 0.0) / totals[k] for k in labels]
             if any(widths):
                 ax.barh(labels, widths, left=[left[k] for k in labels], label=name)
                 for k, w in zip(labels, widths, strict=True):
                     left[k] += w
-        ax.set(xlabel="predicted seconds (positive contributions)")
-        ax.legend(fontsize=6, ncol=2, loc="lower right")
+        ax.set(xlabel="share of the predicted time (positive contributions)", xlim=(0, 1))
+        ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
         fig.tight_layout()
-        fig.savefig(out / "breakdown.png", dpi=120)
+        fig.savefig(out / "breakdown.png", dpi=120, bbox_inches="tight")
         plt.close(fig)
         written.append(out / "breakdown.png")
     return written
