@@ -5,7 +5,8 @@ are the set the paper used on its newest GPU (Titan X) for the measurement class
 256-work-item groups it reports for the test kernels. docs/suites.md lists everything next
 to the paper's text.
 
-Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, SUITES, TEST_SUITE_OF, get_suite.
+Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, TEST_SUITE_OF, get_suite (which
+also knows kernelcast.suites.validation's VALIDATION).
 """
 
 from __future__ import annotations
@@ -113,12 +114,16 @@ MEASUREMENT_CPU = MEASUREMENT.scaled("measurement-cpu", {
 TEST_CPU = TEST.scaled("test-cpu", {
     "finite_difference": 4, "skinny_matmul": 6, "nbody": 3, "convolution": 3})
 
-SUITES = {suite.name: suite for suite in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU)}
+def _all_suites():
+    from kernelcast.suites.validation import VALIDATION
+
+    return {s.name: s for s in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, VALIDATION)}
 TEST_SUITE_OF = {"measurement": "test", "measurement-cpu": "test-cpu"}
 
 
 def get_suite(name: str) -> Suite:
+    suites = _all_suites()
     try:
-        return SUITES[name]
+        return suites[name]
     except KeyError:
-        raise KernelcastError(f"unknown suite {name!r}; known: {', '.join(SUITES)}") from None
+        raise KernelcastError(f"unknown suite {name!r}; known: {', '.join(suites)}") from None
