@@ -118,8 +118,13 @@ def _cmd_measure(args) -> int:
         else:
             from kernelcast.suites.paper import get_suite
 
+            suite = get_suite(args.suite)
+            if args.p == ["max"]:
+                sizes = {c.name: max(c.p_choices) for c in suite.classes}
+            else:
+                sizes = _pairs(args.p, _int, "--p")
             result = measure_suite(
-                get_suite(args.suite), backend, store, p=_pairs(args.p, _int, "--p"),
+                suite, backend, store, p=sizes,
                 dtypes=args.dtype, group_set=args.group_set,
                 classes=args.classes.split(",") if args.classes else None, **options)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
@@ -298,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
     p.add_argument("--build-options", help="options for the device compiler")
     p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
-                   help="base size exponent of a class (default: chosen as in §4.2)")
+                   help="base size exponent of a class (default: chosen as in §4.2); "
+                   "'max' for the largest allowed p of every class")
     p.add_argument("--classes", help="only these classes, comma-separated")
     p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE")
     p.add_argument("--group-set", metavar="SET")
