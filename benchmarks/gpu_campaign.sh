@@ -9,8 +9,10 @@ mkdir -p "$out"
 for backend in opencl cuda; do
   for suite in "$@"; do
     for p in "" max; do
+      start=$(date +%s%N)
       python3 -m kernelcast measure --device NVIDIA --backend "$backend" --suite "$suite" \
           ${p:+--p $p} --db "$out/$backend.sqlite" 2>>"$out/campaign.log" | tail -1
+      echo "$backend $suite p=${p:-4.2}: $(( ($(date +%s%N) - start) / 1000000 )) ms wall"
     done
   done
 done
