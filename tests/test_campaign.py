@@ -1,0 +1,322 @@
+"""Measurement campaigns on PoCL, for real: one committed row per case, resuming without
+re-running (also after SIGKILL), and every kind of failure recorded as a status while the
+campaign goes on."""
+
+import contextlib
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import loopy as lp
+import numpy as np
+import pytest
+
+from kernelcast import __version__
+from kernelcast.measure.campaign import Job, measure_kernel, run_campaign, suite_jobs
+from kernelcast.measure.store import Store
+from kernelcast.suites import kernels
+from kernelcast.suites.paper import MEASUREMENT_CPU
+from kernelcast.suites.suite import KernelClass
+
+# Few launches, and a tolerance no tiny CPU kernel misses, so that the statuses below do
+# not depend on how noisy the machine is (the protocol itself is tested in test_protocol).
+FAST = {"runs": 6, "tolerance": 1.0, "progress": None}
+
+
+def _copy(name="copy", index_dtype=np.int32, gsize=64):
+    def build():
+        knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = a[i]",
+                             [lp.GlobalArg("a, out", np.float32, shape="n"),
+                              lp.ValueArg("n", index_dtype)],
+                             name=name, lang_version=(2018, 2), assumptions="n >= 1")
+        return lp.split_iname(knl, "i", gsize, outer_tag="g.0", inner_tag="l.0")
+    return build
+
+
+def _job(build, n, name=None):
+    label = name or build().default_entrypoint.name
+    return Job(f"{label}/n={n}", label, build, {"n": n})
+
+
+def _rows(path):
+    with Store(path) as store:
+        return store.rows()
+
+
+@pytest.fixture(scope="module")
+def tiny_cases():
+    """Six small cases of the CPU-sized measurement suite: two sizes each of three
+    kernels."""
+    wanted = {("global_access", "copy"), ("scale_add", "1"), ("empty", "")}
+    cases = [c for c in MEASUREMENT_CPU.cases(dtypes=["float32"])
+             if (c.class_name, c.variant) in wanted and c.t < 2]
+    assert len(cases) == 6 and len({c.kernel_name for c in cases}) == 3
+    return cases
+
+
+def test_a_campaign_writes_one_row_per_case_and_resumes_without_rerunning(
+        pocl, tmp_path, tiny_cases):
+    path = tmp_path / "campaign.sqlite"
+    with Store(path, pocl.identity) as store:
+        result = run_campaign(suite_jobs(tiny_cases), pocl, store, **FAST)
+        rows = store.rows()
+        codes = {r["code_sha256"]: store.code(r["code_sha256"]) for r in rows}
+    assert result.measured == 6 and result.skipped == 0
+    assert result.statuses == {"ok": 6}
+    assert [r["case_name"] for r in rows] == [c.name for c in tiny_cases]
+    for row, case in zip(rows, tiny_cases, strict=True):
+        assert row["key"] == result.keys[case.name]
+        assert row["status"] == "ok" and row["message"] is None
+        assert (row["suite"], row["kernel_class"], row["variant"], row["dtype"]) == (
+            "measurement-cpu", case.class_name, case.variant, case.dtype)
+        assert row["group_size"] == list(case.group_size)
+        assert (row["p"], row["t"], row["params"]) == (case.p, case.t, case.params)
+        assert (row["backend"], row["device"], row["driver"]) == (
+            "opencl", pocl.device.name, pocl.device.driver)
+        assert row["kernelcast_version"] == __version__
+        assert len(row["times_s"]) == 6 and row["dropped"] == 4
+        assert row["min_s"] == min(row["times_s"][4:]) > 0
+        assert row["min_s"] <= row["median_s"] <= max(row["times_s"][4:])
+        assert 1 <= row["attempts"] == len(row["spreads"]) <= 3
+    assert len(codes) == 3  # one generated kernel per size-independent kernel
+    assert all(code and "__kernel" in code for code in codes.values())
+
+    with Store(path, pocl.identity) as store:
+        again = run_campaign(suite_jobs(tiny_cases), pocl, store, **FAST)
+        assert store.rows() == rows
+    assert again.measured == 0 and again.skipped == 6 and again.statuses == {}
+    assert again.keys == result.keys
+
+
+def test_an_edited_kernel_gets_a_new_row_next_to_the_old_one(pocl, tmp_path):
+    path = tmp_path / "edited.sqlite"
+    with Store(path, pocl.identity) as store:
+        first = run_campaign([_job(_copy(), 1000, "copy")], pocl, store, **FAST)
+        edited = run_campaign([_job(_copy(gsize=128), 1000, "copy")], pocl, store, **FAST)
+        rows = store.rows()
+    assert first.measured == edited.measured == 1
+    assert [r["case_name"] for r in rows] == ["copy/n=1000", "copy/n=1000"]
+    assert rows[0]["code_sha256"] != rows[1]["code_sha256"]
+    assert rows[0]["key"] != rows[1]["key"]
+
+
+# {{{ kill -9 and resume
+
+SUITE_ARGS = ["--suite", "measurement-cpu", "--classes", "global_access",
+              "--p", "global_access=13"]
+
+
+def _measure_command(db):
+    return [sys.executable, "-m", "kernelcast", "measure", *SUITE_ARGS, "--runs", "6",
+            "--device", "portable", "--db", str(db)]
+
+
+def _raw_rows(db):
+    """Every row with every column, straight from SQLite."""
+    conn = sqlite3.connect(db, timeout=30)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM measurements ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def _count(db) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("SELECT count(*) FROM measurements").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:  # not created yet, or locked for a moment
+        return 0
+
+
+def test_a_campaign_killed_with_sigkill_resumes_where_it_stopped(tmp_path):
+    cases = [c for c in MEASUREMENT_CPU.cases({"global_access": 13})
+             if c.class_name == "global_access"]
+    assert len(cases) == 54  # 3 variants × 2 precisions × 9 sizes
+    db = tmp_path / "killed.sqlite"
+    process = subprocess.Popen(_measure_command(db), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _count(db) < 2 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert process.poll() is None, "the campaign ended before it could be killed: " + (
+            process.stderr.read()[-2000:])
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL
+    before = _raw_rows(db)
+    assert 2 <= len(before) < len(cases)
+
+    resumed = subprocess.run(_measure_command(db), capture_output=True, text=True,
+                             timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert (f"done: {len(cases) - len(before)} measured" in resumed.stdout
+            and f"{len(before)} already in {db}" in resumed.stdout), resumed.stdout
+
+    after = _raw_rows(db)
+    names = [r["case_name"] for r in after]
+    assert sorted(names) == sorted(c.name for c in cases)  # each case exactly once
+    assert len(set(names)) == len(after) == len(cases)
+    assert len({r["key"] for r in after}) == len(cases)
+    assert after[:len(before)] == before  # rows from before the kill, unchanged
+    assert {r["status"] for r in after} <= {"ok", "unstable"}
+
+# }}}
+
+
+# {{{ failures become statuses and the campaign goes on
+
+def test_a_compile_error_is_recorded_and_the_next_kernel_runs(pocl, tmp_path):
+    def broken():
+        knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 2*a[i]",
+                             [lp.GlobalArg("a, out", np.float32, shape="n"), "..."],
+                             preambles=[("0", "#error deliberate")], name="broken",
+                             lang_version=(2018, 2))
+        return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+
+    jobs = [_job(broken, 100), _job(broken, 200), _job(_copy(), 100)]
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(jobs, pocl, store, **FAST)
+        rows = store.rows()
+        code = store.code(rows[0]["code_sha256"])
+    assert result.statuses == {"compile_error": 2, "ok": 1}
+    assert [(r["case_name"], r["status"]) for r in rows] == [
+        ("broken/n=100", "compile_error"), ("broken/n=200", "compile_error"),
+        ("copy/n=100", "ok")]
+    for row in rows[:2]:
+        assert "OpenCL build failed" in row["message"]
+        assert row["min_s"] is None and row["median_s"] is None and row["times_s"] is None
+    assert code.startswith("#error deliberate")  # the code that failed is kept
+    assert rows[2]["min_s"] > 0
+
+
+def test_a_kernel_that_cannot_be_generated_is_a_compile_error(pocl, tmp_path):
+    def two_launches():
+        knl = lp.make_kernel("{[i]: 0<=i<n}",
+                             """
+                             tmp[i] = 2*a[i] {id=first}
+                             ... gbarrier {id=barrier, dep=first}
+                             out[i] = tmp[n - 1 - i] {dep=barrier}
+                             """,
+                             [lp.GlobalArg("a, tmp, out", np.float32, shape="n"), "..."],
+                             name="two_launches", lang_version=(2018, 2))
+        return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign([_job(two_launches, 100), _job(_copy(), 100)], pocl, store,
+                              **FAST)
+        rows = store.rows()
+    assert result.statuses == {"compile_error": 1, "ok": 1}
+    assert rows[0]["message"].startswith("code generation failed: kernel 'two_launches' "
+                                         "needs 2 launches")
+    assert rows[0]["code_sha256"] is None
+
+
+def test_out_of_memory_is_recorded_and_the_campaign_continues(pocl, tmp_path):
+    huge = _copy("copy64", np.int64)
+    jobs = [_job(huge, 2**40), _job(huge, 1000), _job(_copy(), 100)]
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(jobs, pocl, store, **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["out_of_memory", "ok", "ok"]
+    assert result.statuses == {"out_of_memory": 1, "ok": 2}
+    assert "needs 8192.00 GiB" in rows[0]["message"]
+    assert pocl.device.name in rows[0]["message"]
+    assert rows[0]["min_s"] is None and rows[0]["times_s"] is None
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="src bug: campaign._time_job converts n=2**40 to the kernel's "
+                   "int32 argument (arrays.scalar_arguments) before the arrays are checked "
+                   "against the device memory; the OverflowError escapes run_campaign and "
+                   "ends the campaign")
+def test_out_of_memory_with_a_32_bit_size_argument(pocl, tmp_path):
+    build = lambda: kernels.global_access("copy", 64)  # noqa: E731 - n is int32 here
+    jobs = [_job(build, 2**40, "global_copy"), _job(_copy(), 100)]
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        run_campaign(jobs, pocl, store, **FAST)
+        assert [r["status"] for r in store.rows()] == ["out_of_memory", "ok"]
+
+
+def test_a_launch_error_is_recorded_and_the_campaign_continues(pocl, tmp_path):
+    too_large = _copy("big_groups", gsize=2 * pocl.device.max_group_size)
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign([_job(too_large, 10000), _job(_copy(), 100)], pocl, store,
+                              **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["launch_error", "ok"]
+    assert result.statuses == {"launch_error": 1, "ok": 1}
+    assert "INVALID_WORK_GROUP_SIZE" in rows[0]["message"]
+    assert rows[0]["min_s"] is None
+
+
+def _wrong_reference_class():
+    """A class whose reference says 3a while its kernel computes 2a."""
+    def build(case):
+        return kernels.scale(64, np.float32)
+
+    def reference(case, args):
+        return {"out": 3 * args["a"]}
+
+    return KernelClass("scale", "§3.1", ("",), build, lambda v, p: [{"n": 500}, {"n": 900}],
+                       (0,), group_sizes=((64, 1),), dtypes=("float32",),
+                       reference=reference, check_params={"n": 100})
+
+
+def test_a_wrong_answer_is_recorded_and_the_campaign_continues(pocl, tmp_path):
+    cases = list(_wrong_reference_class().cases("demo", 0))
+    jobs = [*suite_jobs(cases), _job(_copy(), 100)]
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(jobs, pocl, store, **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["wrong_answer", "wrong_answer", "ok"]
+    assert result.statuses == {"wrong_answer": 2, "ok": 1}
+    for row in rows[:2]:
+        assert row["max_rel_error"] == pytest.approx(1 / 3, rel=1e-5)
+        assert row["message"].startswith("relative error at {'n': 100}: out 0.333")
+        assert row["min_s"] is None
+    assert rows[2]["max_rel_error"] is None
+
+
+def test_without_verification_the_same_kernel_is_timed(pocl, tmp_path):
+    cases = list(_wrong_reference_class().cases("demo", 0))
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(suite_jobs(cases), pocl, store, verify=False, **FAST)
+    assert result.statuses == {"ok": 2}
+
+
+def test_measure_kernel_names_the_job_by_kernel_and_sizes(pocl, tmp_path):
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = measure_kernel(_copy(), {"n": 300}, pocl, store, **FAST)
+        again = measure_kernel(_copy(), {"n": 300}, pocl, store, **FAST)
+        rows = store.rows()
+    assert result.measured == 1 and again.skipped == 1 and again.measured == 0
+    [row] = rows
+    assert row["case_name"] == "copy/n=300" and row["params"] == {"n": 300}
+    assert row["suite"] is None and row["status"] == "ok"
+
+# }}}
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="src bug: run_campaign's default progress=sys.stderr "
+                   "is bound when campaign.py is imported, so progress goes to the stderr of "
+                   "that moment (closed by then under pytest's capsys or redirect_stderr)")
+def test_progress_goes_to_the_current_stderr(pocl, tmp_path):
+    stream = io.StringIO()
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store, \
+            contextlib.redirect_stderr(stream):
+        measure_kernel(_copy(), {"n": 300}, pocl, store, runs=6, tolerance=1.0)
+    assert "[1/1 " in stream.getvalue() and "copy/n=300: ok" in stream.getvalue()

@@ -1,0 +1,237 @@
+"""The measurement store: schema version, append-only rows, unique keys, status rules,
+one device per store, and reading it back as a DataFrame."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from kernelcast.errors import KernelcastError
+from kernelcast.measure.store import (
+    SCHEMA_VERSION,
+    STATUSES,
+    Store,
+    StoreMismatchError,
+    measurement_key,
+    read_measurements,
+)
+
+IDENTITY = {"backend": "opencl", "device": "Test Device", "driver": "1.0"}
+
+
+def _row(key="k1", status="ok", **fields):
+    row = {"key": key, "case_name": f"case-{key}", "params": {"n": 1024, "m": 8},
+           "kernelcast_version": "test", "status": status}
+    if status in ("ok", "unstable"):
+        row.update(min_s=1e-5, median_s=1.1e-5, times_s=[3e-5, 1e-5, 1.1e-5, 1.2e-5],
+                   dropped=1, attempts=1, spreads=[0.1])
+    row.update(fields)
+    return row
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "s.sqlite", IDENTITY) as s:
+        yield s
+
+
+def _raw(store):
+    """A second, autocommitting connection to the same file, as any other program has."""
+    return sqlite3.connect(store.path, isolation_level=None, timeout=1)
+
+
+def test_a_new_store_records_schema_version_and_identity(store):
+    assert SCHEMA_VERSION == 1
+    assert store.meta["schema_version"] == "1"
+    assert store.identity == IDENTITY
+    meta = dict(_raw(store).execute("SELECT name, value FROM meta").fetchall())
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert {k: meta[k] for k in IDENTITY} == IDENTITY
+    assert meta["created_at"]
+
+
+def test_add_fills_identity_and_time_and_round_trips_json(store):
+    row_id = store.add(_row())
+    [got] = store.rows()
+    assert got["id"] == row_id
+    assert {k: got[k] for k in IDENTITY} == IDENTITY
+    assert got["recorded_at"]
+    assert got["params"] == {"n": 1024, "m": 8}
+    assert got["times_s"] == [3e-5, 1e-5, 1.1e-5, 1.2e-5]
+    assert got["spreads"] == [0.1]
+    assert store.get("k1") == got
+    assert store.get("nothere") is None
+    assert store.keys() == {"k1"}
+
+
+@pytest.mark.parametrize("statement", ["UPDATE measurements SET min_s = 2.0",
+                                       "UPDATE measurements SET status = 'launch_error', "
+                                       "min_s = NULL",
+                                       "DELETE FROM measurements",
+                                       "DELETE FROM measurements WHERE key = 'k1'"])
+def test_rows_are_append_only(store, statement):
+    store.add(_row())
+    before = store.rows()
+    raw = _raw(store)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute(statement)
+    raw.close()
+    assert store.rows() == before
+
+
+def test_a_duplicate_key_is_refused(store):
+    store.add(_row("k1"))
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        store.add(_row("k1", min_s=5.0))
+    assert len(store.rows()) == 1
+    assert store.get("k1")["min_s"] == 1e-5
+
+
+def test_every_status_is_accepted(store):
+    for i, status in enumerate(STATUSES):
+        store.add(_row(f"k{i}", status, message=None if status in ("ok", "unstable")
+                       else "why"))
+    assert [r["status"] for r in store.rows()] == list(STATUSES)
+    failed = [r for r in store.rows() if r["status"] not in ("ok", "unstable")]
+    assert all(r["min_s"] is None and r["median_s"] is None for r in failed)
+
+
+def test_an_invalid_status_is_refused_by_python_and_by_sqlite(store):
+    with pytest.raises(ValueError, match="status must be one of"):
+        store.add(_row(status="crashed"))
+    with pytest.raises(ValueError, match="status must be one of"):
+        store.add({k: v for k, v in _row().items() if k != "status"})
+    raw = _raw(store)
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        raw.execute("INSERT INTO measurements (key, recorded_at, case_name, params, backend, "
+                    "device, driver, kernelcast_version, status) VALUES "
+                    "('x', 't', 'c', '{}', 'b', 'd', 'r', 'v', 'crashed')")
+    raw.close()
+    assert store.rows() == []
+
+
+@pytest.mark.parametrize("status", ["ok", "unstable"])
+def test_a_timed_row_needs_a_time(store, status):
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        store.add(_row(status=status, min_s=None))
+    assert store.rows() == []
+
+
+@pytest.mark.parametrize("status", ["compile_error", "launch_error", "out_of_memory",
+                                    "wrong_answer"])
+@pytest.mark.parametrize("sentinel", [0.0, -1.0, float("inf")])
+def test_a_failed_row_has_no_sentinel_time(store, status, sentinel):
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        store.add(_row(status=status, min_s=sentinel))
+    assert store.rows() == []
+
+
+def test_the_code_table_keeps_the_first_text(store):
+    store.add_code("abc", "opencl", "__kernel void f() {}")
+    store.add_code("abc", "opencl", "something else")
+    assert store.code("abc") == "__kernel void f() {}"
+    assert store.code("nothere") is None
+
+
+def test_rows_survive_reopening_and_reading_needs_no_identity(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with Store(path, IDENTITY) as s:
+        s.add(_row("k1"))
+        rows = s.rows()
+    with Store(path) as s:
+        assert s.identity == IDENTITY
+        assert s.rows() == rows
+    with Store(path, dict(IDENTITY)) as s:
+        s.add(_row("k2"))
+        assert len(s.rows()) == 2
+
+
+@pytest.mark.parametrize("field", ["device", "driver", "backend"])
+def test_another_device_or_driver_is_refused_naming_both(tmp_path, field):
+    path = tmp_path / "s.sqlite"
+    Store(path, IDENTITY).close()
+    other = {**IDENTITY, field: "Other " + IDENTITY[field]}
+    with pytest.raises(StoreMismatchError) as info:
+        Store(path, other)
+    message = str(info.value)
+    assert str(path) in message
+    assert repr(IDENTITY[field]) in message and repr(other[field]) in message
+    assert f"{field} {IDENTITY[field]!r} (this run: {other[field]!r})" in message
+    assert "another --db" in message
+    assert isinstance(info.value, KernelcastError)
+
+
+def test_device_and_driver_mismatch_names_both_fields(tmp_path):
+    path = tmp_path / "s.sqlite"
+    Store(path, IDENTITY).close()
+    with pytest.raises(StoreMismatchError, match=r"device 'Test Device' \(this run: 'GPU'\), "
+                       r"driver '1.0' \(this run: '2.0'\)"):
+        Store(path, {**IDENTITY, "device": "GPU", "driver": "2.0"})
+
+
+def test_other_schema_versions_and_files_are_refused(tmp_path):
+    path = tmp_path / "s.sqlite"
+    Store(path, IDENTITY).close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
+    raw.close()
+    with pytest.raises(StoreMismatchError, match="schema version 2; this kernelcast reads "
+                       "version 1"):
+        Store(path)
+    foreign = tmp_path / "foreign.sqlite"
+    raw = sqlite3.connect(foreign, isolation_level=None)
+    raw.execute("CREATE TABLE t (x)")
+    raw.close()
+    with pytest.raises(StoreMismatchError, match="is not a kernelcast store"):
+        Store(foreign, IDENTITY)
+    with pytest.raises(KernelcastError, match="no measurement store"):
+        Store(tmp_path / "missing.sqlite")
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+@pytest.mark.xfail(strict=True, raises=sqlite3.DatabaseError,
+                   reason="src bug: Store runs PRAGMA synchronous before _read_meta, so a "
+                   "file that is not SQLite raises sqlite3.DatabaseError, not "
+                   "StoreMismatchError (and `kernelcast measure --db` prints a traceback)")
+def test_a_file_that_is_not_sqlite_is_refused_clearly(tmp_path):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database at all, just text " * 100)
+    with pytest.raises(StoreMismatchError, match="is not a kernelcast store"):
+        Store(junk, IDENTITY)
+
+
+def test_the_key_covers_what_makes_a_measurement_different():
+    base = ("scale/n=4", "sha", "", {"n": 4, "m": 2}, IDENTITY, "1.0")
+    key = measurement_key(*base)
+    assert len(key) == 64
+    assert measurement_key("scale/n=4", "sha", "", {"m": 2, "n": 4}, IDENTITY, "1.0") == key
+    variants = [("other", *base[1:]), (base[0], "sha2", *base[2:]),
+                (*base[:2], "-cl-fast-relaxed-math", *base[3:]),
+                (*base[:3], {"n": 8, "m": 2}, *base[4:]),
+                (*base[:4], {**IDENTITY, "driver": "1.1"}, base[5]),
+                (*base[:4], {**IDENTITY, "device": "X"}, base[5]),
+                (*base[:5], "1.1")]
+    keys = {measurement_key(*v) for v in variants}
+    assert len(keys) == len(variants) and key not in keys
+
+
+def test_read_measurements_gives_a_dataframe_with_param_columns(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with Store(path, IDENTITY) as s:
+        s.add(_row("k1", params={"n": 1024, "m": 8}))
+        s.add(_row("k2", "out_of_memory", params={"n": 2**40}, message="too big"))
+    frame = read_measurements(path)
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.key) == ["k1", "k2"]
+    assert list(frame.param_n) == [1024, 2**40]
+    assert frame.param_m.iloc[0] == 8 and pd.isna(frame.param_m.iloc[1])
+    assert list(frame.status) == ["ok", "out_of_memory"]
+    assert frame.min_s.iloc[0] == 1e-5 and pd.isna(frame.min_s.iloc[1])
+    assert frame.times_s.iloc[0] == [3e-5, 1e-5, 1.1e-5, 1.2e-5]
+    assert (frame.device == "Test Device").all()
+
+
+def test_read_measurements_of_an_empty_store(tmp_path):
+    Store(tmp_path / "s.sqlite", IDENTITY).close()
+    frame = read_measurements(tmp_path / "s.sqlite")
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 0
