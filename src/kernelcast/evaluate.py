@@ -20,6 +20,7 @@ import pandas as pd
 
 from kernelcast import __version__
 from kernelcast.errors import KernelcastError
+from kernelcast.models.features import features, fit_suites
 from kernelcast.models.linear import LinearModel, relative_errors
 from kernelcast.models.profile import Profile
 from kernelcast.properties import Properties, extract_properties
@@ -28,22 +29,22 @@ from kernelcast.suites.suite import Case
 TIMED = ("ok", "unstable")
 
 
-def _values(knl_or_props, params) -> dict[str, float]:
+def _values(knl_or_props, params, model) -> dict[str, float]:
     props = knl_or_props if isinstance(knl_or_props, Properties) else extract_properties(
         knl_or_props)
-    return props.evaluate(params)
+    return features(props, params, model)
 
 
 def predict(knl, params: dict, profile: Profile) -> float:
     """Predicted run time in seconds of *knl* (a Loopy kernel, or its Properties) at
     *params* on the profile's device."""
-    return profile.predict_values(_values(knl, params))
+    return profile.predict_values(_values(knl, params, profile.model))
 
 
 def explain(knl, params: dict, profile: Profile) -> dict[str, float]:
     """Seconds contributed by each property (weight × count), largest first; they sum to
     ``predict``."""
-    parts = profile.contributions(_values(knl, params))
+    parts = profile.contributions(_values(knl, params, profile.model))
     return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
 
 
@@ -58,10 +59,10 @@ class PropertyCache:
     def __init__(self):
         self._props: dict[str, Properties] = {}
 
-    def values(self, case: Case) -> dict[str, float]:
+    def values(self, case: Case, model: str = "paper") -> dict[str, float]:
         if case.kernel_name not in self._props:
             self._props[case.kernel_name] = extract_properties(case.kernel())
-        return self._props[case.kernel_name].evaluate(case.params)
+        return features(self._props[case.kernel_name], case.params, model)
 
 
 def case_from_row(row: dict) -> Case | None:
@@ -75,23 +76,27 @@ def case_from_row(row: dict) -> Case | None:
                 tuple(row["group_size"]), row["p"], row["t"], dict(row["params"]))
 
 
-def dataset(rows: list[dict], suite: str, cache: PropertyCache | None = None,
-            statuses=TIMED) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
-    """(properties, measured seconds, row information) for the timed rows of *suite*."""
+def dataset(rows: list[dict], suite: str | tuple[str, ...], cache: PropertyCache | None = None,
+            statuses=TIMED, model: str = "paper"
+            ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """(*model*'s features, measured seconds, row information) for the timed rows of
+    *suite* (a name or a tuple of names)."""
     cache = cache or PropertyCache()
-    features, times, info = [], [], []
+    suites = (suite,) if isinstance(suite, str) else tuple(suite)
+    values, times, info = [], [], []
     for row in rows:
-        if row["suite"] != suite or row["status"] not in statuses:
+        if row["suite"] not in suites or row["status"] not in statuses:
             continue
         case = case_from_row(row)
-        features.append(cache.values(case))
+        values.append(cache.values(case, model))
         times.append(row["min_s"])
         info.append({"case_name": row["case_name"], "kernel_class": row["kernel_class"],
                      "variant": row["variant"], "dtype": row["dtype"],
                      "params": row["params"], "status": row["status"]})
-    if not features:
-        raise KernelcastError(f"the store has no timed rows of the {suite} suite")
-    X = pd.DataFrame(features).fillna(0.0)
+    if not values:
+        raise KernelcastError(f"the store has no timed rows of the {' or '.join(suites)} "
+                              "suite")
+    X = pd.DataFrame(values).fillna(0.0)
     X = X.loc[:, (X != 0).any(axis=0)]
     return X, np.array(times), pd.DataFrame(info)
 
@@ -101,17 +106,24 @@ def _fit(X, y, nonnegative):
 
 
 def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
-                cache: PropertyCache | None = None, statuses=TIMED) -> Profile:
-    """Fit the linear model to the *suite* rows of *store* (a kernelcast Store)."""
-    X, y, _info = dataset(store.rows(), suite, cache, statuses)
+                cache: PropertyCache | None = None, statuses=TIMED,
+                model: str = "paper") -> Profile:
+    """Fit *model* to the rows of *store* (a kernelcast Store) of measurement suite *suite*
+    and, for the kernelcast model, of the extension suite. The kernelcast model is always
+    fitted with non-negative weights (kernelcast.models.features says why)."""
+    suites = fit_suites(model, suite)
+    nonnegative = nonnegative or model == "kernelcast"
+    X, y, _info = dataset(store.rows(), suites, cache, statuses, model)
+    kind = model
     model = _fit(X, y, nonnegative)
     errors = relative_errors(model.predict(X), y)
     identity = store.identity
     return Profile(
         weights=dict(zip(model.feature_names_in_, map(float, model.coef_), strict=True)),
         device=identity["device"], driver=identity["driver"], backend=identity["backend"],
-        suite=suite, store=str(store.path.resolve()), kernelcast_version=__version__,
-        fit={"cases": len(y), "nonnegative": nonnegative,
+        suite=suite, store=str(store.path.resolve()), model=kind,
+        kernelcast_version=__version__,
+        fit={"suites": list(suites), "cases": len(y), "nonnegative": nonnegative,
              "negative_weights": model.negative_weights_,
              "training_geomean_rel_error": geometric_mean(errors),
              "training_max_rel_error": float(errors.max())})
@@ -124,7 +136,7 @@ def table1(profile: Profile, store, suite: str = "test",
     if store.identity["device"] != profile.device:
         raise KernelcastError(f"the profile is for {profile.device}, the store holds "
                               f"measurements of {store.identity['device']}")
-    X, y, info = dataset(store.rows(), suite, cache)
+    X, y, info = dataset(store.rows(), suite, cache, model=profile.model)
     predicted = np.array([profile.predict_values(dict(row)) for _, row in X.iterrows()])
     table = info.assign(predicted_s=predicted, measured_s=y,
                         rel_error=relative_errors(predicted, y))
@@ -142,10 +154,12 @@ def summarize(table: pd.DataFrame, by: str = "kernel_class") -> pd.DataFrame:
 
 
 def cross_validate(store, suite: str = "measurement", nonnegative: bool = False,
-                   cache: PropertyCache | None = None) -> pd.DataFrame:
-    """Leave-one-class-out: fit on all other classes, predict the held-out one. Returns
-    one row per measured case with its relative error."""
-    X, y, info = dataset(store.rows(), suite, cache)
+                   cache: PropertyCache | None = None, model: str = "paper") -> pd.DataFrame:
+    """Leave-one-class-out over the classes *model* is fitted from: fit on all other
+    classes, predict the held-out one. Returns one row per measured case with its
+    relative error."""
+    nonnegative = nonnegative or model == "kernelcast"
+    X, y, info = dataset(store.rows(), fit_suites(model, suite), cache, model=model)
     parts = []
     for held_out in sorted(info.kernel_class.unique()):
         test = (info.kernel_class == held_out).to_numpy()

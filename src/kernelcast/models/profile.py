@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UncountedWarning
-from kernelcast.properties.vocabulary import PROPERTY_NAMES, UNITS
+from kernelcast.models.features import EXTENDED_FEATURES, FEATURE_UNITS, MODELS
+from kernelcast.properties.vocabulary import PROPERTY_NAMES
 
 PROFILE_FORMAT = 1
 
@@ -34,7 +35,7 @@ class Profile:
     backend: str
     suite: str = ""
     store: str = ""
-    model: str = "linear"
+    model: str = "paper"
     fit: dict = field(default_factory=dict)
     kernelcast_version: str = ""
     created_at: str = ""
@@ -60,7 +61,7 @@ class Profile:
             "store": self.store if store is None else store, "kernelcast_version": self.kernelcast_version,
             "created_at": self.created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(
                 timespec="seconds"),
-            "weights": {name: {"value": w, "unit": "s", "per": UNITS.get(name, "count")}
+            "weights": {name: {"value": w, "unit": "s", "per": FEATURE_UNITS.get(name, "count")}
                         for name, w in self.weights.items()},
             "fit": self.fit,
         }
@@ -91,9 +92,13 @@ def load_profile(path) -> Profile:
     for key in ("device", "driver", "backend", "weights"):
         if key not in doc:
             raise KernelcastError(f"{path}: missing {key!r}")
+    model = {"linear": "paper"}.get(doc.get("model", "paper"), doc.get("model"))
+    if model not in MODELS:
+        raise KernelcastError(f"{path}: unknown model {model!r}; known: {', '.join(MODELS)}")
+    known = PROPERTY_NAMES if model == "paper" else (*PROPERTY_NAMES, *EXTENDED_FEATURES)
     weights = {}
     for name, entry in doc["weights"].items():
-        if name not in PROPERTY_NAMES:
+        if name not in known:
             raise KernelcastError(f"{path}: unknown property {name!r}")
         value = entry.get("value") if isinstance(entry, dict) else None
         if not isinstance(value, int | float) or not math.isfinite(value):
@@ -103,6 +108,6 @@ def load_profile(path) -> Profile:
     if store:
         store = os.path.normpath(path.parent / store)
     return Profile(weights, doc["device"], doc["driver"], doc["backend"],
-                   doc.get("suite", ""), store, doc.get("model", "linear"),
+                   doc.get("suite", ""), store, model,
                    doc.get("fit", {}), doc.get("kernelcast_version", ""),
                    doc.get("created_at", ""))

@@ -28,6 +28,7 @@ from loopy.kernel.instruction import (
     NoOpInstruction,
 )
 from loopy.schedule import Barrier, CallKernel, EnterLoop, LeaveLoop
+from loopy.symbolic import pwaff_from_expr
 from loopy.statistics import (
     ExpressionOpCounter,
     Op,
@@ -119,6 +120,7 @@ class _Extraction:
         self.params = tuple(sorted(size_params - set(self.data_params)))
         self.reference = self._reference_point(value_args)
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
+        self.extent: dict[str, isl.PwQPolynomial] = {}
 
     # {{{ inputs
 
@@ -253,6 +255,7 @@ class _Extraction:
                 sites.append((site, site_runs, domain, stride))
         accesses = self._classify(sites)
         self._count_launch()
+        self._count_array_bytes()
         context = isl.Set.from_basic_set(self.assumptions).align_params(self.space)
         counts = {n: c.gist_params(context).coalesce() for n, c in self.totals.items()
                   if not c.is_zero()}
@@ -263,9 +266,11 @@ class _Extraction:
                 store = global_name("store", bits, info)
                 if load in counts and store in counts:
                     minls[minls_name(bits, info)] = (load, store)
+        extent = {n: c.gist_params(context).coalesce() for n, c in self.extent.items()}
         return Properties(self.knl.name, self.params, counts, minls, self.assumptions,
                           {k: v for k, v in self.statistics.items()
-                           if k in self.data_params}, self.reference, tuple(accesses))
+                           if k in self.data_params}, self.reference, tuple(accesses),
+                          extent)
 
     def _classify(self, sites) -> list[AccessInfo]:
         # The utilization ratio is per array and direction, over all of its sites; only
@@ -302,6 +307,24 @@ class _Extraction:
             self.totals[name] = self.totals[name] + runs
         return accesses
 
+    def _count_array_bytes(self) -> None:
+        """Bytes of the global arrays the kernel reads and writes: the data a launch must
+        move at least once, however often its work-items access it."""
+        read, written = self.knl.get_read_variables(), self.knl.get_written_variables()
+        self.extent["bytes_read"] = self.zero
+        self.extent["bytes_written"] = self.zero
+        for arg in self.knl.args:
+            if not isinstance(arg, lp.ArrayArg) or arg.shape in (None, lp.auto):
+                continue
+            size = self.one * int(np.dtype(arg.dtype.numpy_dtype).itemsize)
+            for extent in arg.shape:
+                size = size * isl.PwQPolynomial.from_pw_aff(
+                    pwaff_from_expr(self.space, extent, ()))
+            if arg.name in read:
+                self.extent["bytes_read"] = self.extent["bytes_read"] + size
+            if arg.name in written:
+                self.extent["bytes_written"] = self.extent["bytes_written"] + size
+
     def _count_launch(self) -> None:
         lin = lp.get_one_linearized_kernel(self.knl, self.ctab)
         n_launches = sum(isinstance(item, CallKernel) for item in lin.linearization)
@@ -319,6 +342,7 @@ class _Extraction:
                 size.align_params(self.space))
         self.totals["workgroup"] = groups
         self.totals["launch"] = self.one
+        self.extent["work_items"] = groups * group_size
         loops: list[str] = []
         for item in lin.linearization:
             if isinstance(item, EnterLoop):

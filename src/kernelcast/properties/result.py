@@ -46,7 +46,8 @@ class Properties:
 
     def __init__(self, kernel_name: str, params: tuple[str, ...], counts: dict,
                  minls: dict, assumptions: isl.BasicSet, statistics: dict,
-                 reference: dict, accesses: tuple[AccessInfo, ...]):
+                 reference: dict, accesses: tuple[AccessInfo, ...],
+                 extent: dict | None = None):
         self.kernel_name = kernel_name
         self.params = params
         self.statistics = dict(statistics)
@@ -65,6 +66,10 @@ class Properties:
         self._fn = fn
         self._minls_index = [(n, base_names.index(a), base_names.index(b))
                              for n, (a, b) in minls.items()]
+        self._extent_names = tuple(extent or ())
+        self._extent_fn = compile_evaluator(
+            self._arg_names, [pwqpolynomial_source(extent[n]) for n in self._extent_names],
+            name="extent") if extent else None
         guard = set_source(assumptions) if not assumptions.is_universe() else "True"
         self._guard = compile_evaluator(self._arg_names, [guard], name="assumptions_hold")
 
@@ -137,6 +142,15 @@ class Properties:
         for name, i, j in self._minls_index:
             result[name] = float(min(values[i], values[j]))
         return {name: result[name] for name in self.names}
+
+    def extent(self, params) -> dict[str, float]:
+        """What kernelcast's extended model adds (kernelcast.models.features): the
+        work-items of the launch (``work_items``) and the bytes of the global arrays it
+        reads and writes (``bytes_read``, ``bytes_written``)."""
+        if self._extent_fn is None:
+            return {}
+        values = self._extent_fn(*self._arguments(params))
+        return dict(zip(self._extent_names, map(float, values), strict=True))
 
     def vector(self, params, names=PROPERTY_NAMES) -> list[float]:
         """The counts for *names* (zero where absent), in that order."""

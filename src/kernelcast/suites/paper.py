@@ -115,9 +115,11 @@ TEST_CPU = TEST.scaled("test-cpu", {
     "finite_difference": 4, "skinny_matmul": 6, "nbody": 3, "convolution": 3})
 
 def _all_suites():
+    from kernelcast.suites.extension import EXTENSION
     from kernelcast.suites.validation import VALIDATION
 
-    return {s.name: s for s in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, VALIDATION)}
+    return {s.name: s for s in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, VALIDATION,
+                                EXTENSION)}
 TEST_SUITE_OF = {"measurement": "test", "measurement-cpu": "test-cpu"}
 
 

@@ -1,0 +1,100 @@
+"""What each model multiplies its weights with: the paper's properties, or kernelcast's.
+
+``paper`` is the model of Stevens & Klöckner: the properties of kernelcast.properties,
+totals over all work-items of a launch. ``kernelcast`` extends it in two directions the
+paper's §6.2 names, still as a sum of fitted weights times counts and with no hardware
+constant entered by hand:
+
+- *data volume*: ``bytes_read`` and ``bytes_written``, the sizes of the global arrays a
+  launch reads and writes. Where work-items share data through the caches (a stencil
+  loads each value from several work-items) the access counts overstate what memory
+  moves; these bytes are what it moves at least.
+- *parallelism*: counts per work-item (``item_*``: global loads along the fast axis
+  (strides 0 and 1) and otherwise, local loads, floating-point operations and barriers,
+  each total divided by the launch's work-items). A launch with fewer work-items than
+  the device runs at once takes as long as one work-item's chain of operations, however
+  small its totals; with many work-items these terms vanish beside the totals.
+
+Both are fitted from the paper's measurement suite together with kernelcast's extension
+suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
+the weights are non-negative, because without that constraint the collinear new terms
+take opposite signs and predictions outside the suite break down (docs/results.md).
+
+Public names: MODELS, EXTENDED_FEATURES, FEATURE_UNITS, check_model, fit_suites, features,
+extend.
+"""
+
+from __future__ import annotations
+
+from kernelcast.errors import KernelcastError
+from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
+
+MODELS = ("paper", "kernelcast")
+
+EXTENDED_FEATURES = ("bytes_read", "bytes_written", "item_loads_coalesced",
+                     "item_loads_other", "item_local_loads", "item_flops", "item_barriers")
+
+FEATURE_UNITS = {
+    **UNITS,
+    "bytes_read": "bytes of the global arrays the kernel reads",
+    "bytes_written": "bytes of the global arrays the kernel writes",
+    "item_loads_coalesced": "global loads of stride 0 or 1 per work-item",
+    "item_loads_other": "other global loads per work-item",
+    "item_local_loads": "local-memory loads per work-item",
+    "item_flops": "floating-point operations per work-item",
+    "item_barriers": "barriers per work-item",
+}
+
+
+_FLOPS = tuple(n for n in PROPERTY_NAMES if n.split("_")[0] in OP_KINDS)
+
+
+def check_model(model: str) -> str:
+    if model not in MODELS:
+        raise KernelcastError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    return model
+
+
+def fit_suites(model: str, suite: str) -> tuple[str, ...]:
+    """The suites *model* is fitted from when calibrated with measurement suite *suite*."""
+    if check_model(model) == "paper":
+        return (suite,)
+    if suite != "measurement":
+        raise KernelcastError(f"the kernelcast model is fitted from the measurement and "
+                              f"extension suites at GPU sizes, not from {suite!r}; use "
+                              "--model paper")
+    return ("measurement", "extension")
+
+
+def features(props, params, model: str = "paper") -> dict[str, float]:
+    """The values *model* weighs for a kernel (its Properties) at *params*."""
+    values = props.evaluate(params)
+    if check_model(model) == "paper":
+        return values
+    extent = props.extent(params)
+    if not extent:
+        raise KernelcastError(f"the properties of {props.kernel_name!r} lack the extent "
+                              "the kernelcast model needs; extract them again")
+    return extend(values, extent)
+
+
+def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, float]:
+    """The paper's property values plus kernelcast's features, from the extent."""
+    work_items = extent["work_items"] or 1.0
+    coalesced = other = local = flops = 0.0
+    for name, value in values.items():
+        if name.startswith("load_global_"):
+            if name.endswith(("_s0", "_s1")):
+                coalesced += value
+            else:
+                other += value
+        elif name.startswith("load_local_"):
+            local += value
+        elif name in _FLOPS:
+            flops += value
+    extra = {"bytes_read": extent["bytes_read"], "bytes_written": extent["bytes_written"],
+             "item_loads_coalesced": coalesced / work_items,
+             "item_loads_other": other / work_items, "item_local_loads": local / work_items,
+             "item_flops": flops / work_items,
+             "item_barriers": values.get("barrier", 0.0) / work_items}
+    return {**values, **{k: v for k, v in extra.items() if v}}
