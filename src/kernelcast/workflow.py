@@ -20,6 +20,7 @@ from kernelcast.measure.backends import make_backend
 from kernelcast.measure.campaign import measure_suite
 from kernelcast.measure.devices import find_device
 from kernelcast.measure.store import Store
+from kernelcast.models.features import fit_suites
 from kernelcast.models.profile import Profile
 from kernelcast.suites.paper import TEST_SUITE_OF, get_suite
 
@@ -36,20 +37,27 @@ def default_paths(device: str, backend: str, root="kernelcast-data") -> tuple[Pa
 
 def calibrate(device: str | None = None, backend: str = "opencl", db=None, profile_path=None,
               suite: str | None = None, nonnegative: bool = False, progress=sys.stderr,
-              cache: PropertyCache | None = None, **options) -> tuple[Profile, Path]:
-    """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise), fit, save."""
+              cache: PropertyCache | None = None, model: str = "paper",
+              **options) -> tuple[Profile, Path]:
+    """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
+    else *model* is fitted from, fit, save."""
     runner = make_backend(backend, device)
     if suite is None:
         suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
+    suites = fit_suites(model, suite)
     store_path, default_profile = default_paths(runner.device.name, runner.name)
     db = Path(db or store_path)
+    if profile_path is None and model != "paper":
+        default_profile = default_profile.with_name(f"{default_profile.stem}-{model}.json")
     profile_path = Path(profile_path or default_profile)
     if progress is not None:
         print(f"calibrating {runner.device.name} ({runner.name}, driver "
-              f"{runner.device.driver}) with the {suite} suite into {db}", file=progress)
+              f"{runner.device.driver}) for the {model} model with the "
+              f"{' and '.join(suites)} suites into {db}", file=progress)
     with Store(db, runner.identity) as store:
-        measure_suite(get_suite(suite), runner, store, progress=progress, **options)
-        profile = fit_profile(store, suite, nonnegative=nonnegative, cache=cache)
+        for name in suites:
+            measure_suite(get_suite(name), runner, store, progress=progress, **options)
+        profile = fit_profile(store, suite, nonnegative=nonnegative, cache=cache, model=model)
     profile.save(profile_path)
     return profile, profile_path
 

@@ -1,0 +1,114 @@
+"""kernelcast's extended model: extents checked against independent counts, its features,
+and a fit on the committed H100 measurements."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kernelcast as kc
+from kernelcast.errors import KernelcastError
+from kernelcast.evaluate import PropertyCache, cross_validate, fit_profile, table1
+from kernelcast.measure.arrays import array_specs
+from kernelcast.measure.codegen import generate
+from kernelcast.measure.store import Store
+from kernelcast.models.features import features, fit_suites
+from kernelcast.models.profile import load_profile
+from kernelcast.suites.extension import EXTENSION
+from kernelcast.suites.paper import MEASUREMENT, TEST
+from kernelcast.suites.validation import VALIDATION, matvec_cols
+
+H100 = "data/h100/opencl.sqlite"
+
+
+def _one_case_per_kernel():
+    seen = {}
+    for suite in (MEASUREMENT, TEST, VALIDATION, EXTENSION):
+        for case in suite.cases():
+            key = (suite.name, case.class_name, case.variant, case.dtype)
+            seen.setdefault(key, case.check_case())
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("case", _one_case_per_kernel(), ids=lambda c: c.kernel_name)
+def test_extent_matches_arrays_and_launch_sizes(case):
+    """Work-items from the generated launch configuration, bytes from the arrays the
+    measurement layer allocates: neither goes through the symbolic counts."""
+    knl = case.kernel()
+    extent = kc.extract_properties(knl).extent(case.params)
+    specs, _ = array_specs(knl, case.params)
+    read = knl.default_entrypoint.get_read_variables()
+    assert extent["bytes_read"] == sum(s.nbytes for s in specs if s.name in read)
+    assert extent["bytes_written"] == sum(s.nbytes for s in specs if s.written)
+    groups, block = generate(knl, "opencl").launch_sizes(case.params)
+    assert extent["work_items"] == math.prod(groups) * math.prod(block)
+
+
+def test_kernelcast_features_of_a_matrix_vector_product():
+    n = 300
+    props = kc.extract_properties(matvec_cols(256, np.float32))
+    paper = features(props, {"n": n}, "paper")
+    assert paper == props.evaluate({"n": n})
+    ext = features(props, {"n": n}, "kernelcast")
+    work_items = 512  # two groups of 256
+    assert ext["bytes_read"] == (n * n + n) * 4
+    assert ext["bytes_written"] == n * 4
+    # each work-item reads a[j, i] (stride 1) and x[j] (stride 0) n times: 2n·n loads
+    assert ext["item_loads_coalesced"] == pytest.approx(2 * n * n / work_items)
+    assert ext["item_flops"] == pytest.approx(2 * n * n / work_items)
+    assert "item_loads_other" not in ext and "item_local_loads" not in ext
+    assert {k: v for k, v in ext.items() if k in paper} == paper
+
+
+def test_the_kernelcast_model_needs_gpu_suites():
+    assert fit_suites("paper", "measurement-cpu") == ("measurement-cpu",)
+    assert fit_suites("kernelcast", "measurement") == ("measurement", "extension")
+    with pytest.raises(KernelcastError, match="--model paper"):
+        fit_suites("kernelcast", "measurement-cpu")
+    with pytest.raises(KernelcastError, match="unknown model"):
+        fit_suites("roofline", "measurement")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    cache = PropertyCache()
+    with Store(H100) as store:
+        return fit_profile(store, model="kernelcast", cache=cache), cache
+
+
+def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
+    profile, cache = fitted
+    assert profile.model == "kernelcast"
+    assert profile.fit["suites"] == ["measurement", "extension"]
+    assert profile.fit["nonnegative"] and min(profile.weights.values()) >= 0
+    assert {"bytes_read", "item_loads_coalesced", "item_flops"} <= set(profile.weights)
+    with Store(H100) as store:
+        table = table1(profile, store, "validation", cache)
+    assert set(table.kernel_class) == {c.name for c in VALIDATION.classes}
+    assert np.isfinite(table.predicted_s).all() and (table.predicted_s > 0).all()
+
+    knl = matvec_cols(256, np.float32)
+    parts = kc.explain(knl, {"n": 8192}, profile)
+    assert sum(parts.values()) == pytest.approx(kc.predict(knl, {"n": 8192}, profile))
+    assert parts["item_loads_coalesced"] > 0  # the one-work-item chain is charged
+
+    path = profile.save(tmp_path / "p.json")
+    again = load_profile(path)
+    assert again.model == "kernelcast" and again.weights == profile.weights
+
+
+def test_paper_profiles_refuse_extended_weights(fitted, tmp_path):
+    profile, _ = fitted
+    path = profile.save(tmp_path / "p.json")
+    text = path.read_text().replace('"model": "kernelcast"', '"model": "paper"')
+    path.write_text(text)
+    with pytest.raises(KernelcastError, match="unknown property"):
+        load_profile(path)
+
+
+def test_cross_validation_covers_the_extension_classes(fitted):
+    _profile, cache = fitted
+    with Store(H100) as store:
+        cv = cross_validate(store, cache=cache, model="kernelcast")
+    assert {"parallelism", "reuse", "matmul_tiled"} <= set(cv.kernel_class)
+    assert np.isfinite(cv.rel_error).all()
