@@ -3,11 +3,11 @@
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-import kernelcast.measure.campaign  # noqa: F401 - imported while sys.stderr is pytest's
 from kernelcast.cli import main
 from kernelcast.measure.store import read_measurements
 
@@ -42,8 +42,8 @@ def test_measure_a_kernel_twice_gives_one_row(tmp_path, capsys):
     assert captured.out.strip() == f"done: 1 measured (1 ok), 0 already in {db}"
     frame = read_measurements(db)
     assert len(frame) == 1
-    first = frame.iloc[0]  # the example kernel has Loopy's default name
-    assert first.case_name == "loopy_kernel/n=1000" and first.status == "ok"
+    first = frame.iloc[0]  # the example kernel has Loopy's default name: named by its factory
+    assert first.case_name == "scale/n=1000" and first.status == "ok"
     assert first.param_n == 1000 and len(first.times_s) == 6 and first.min_s > 0
 
     assert main(args) == 0
@@ -74,6 +74,80 @@ def test_measure_errors_exit_2_with_a_message(tmp_path, capsys, args, message):
     assert "Traceback" not in err
     if db.exists():  # nothing was measured
         assert len(read_measurements(db)) == 0
+
+
+def test_measure_progress_goes_to_stderr(tmp_path, capsys):
+    db = tmp_path / "m.sqlite"
+    assert main(["measure", "--kernel", f"{EXAMPLES}:scale", "--param", "n=300", "--runs", "6",
+                 "--tolerance", "1", "--device", "portable", "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "[1/1 " in err and "scale/n=300: ok" in err
+
+
+def test_measure_names_the_job_after_the_factory_unless_the_kernel_is_named(tmp_path, capsys):
+    factories = tmp_path / "factories.py"
+    factories.write_text(textwrap.dedent("""
+        import loopy as lp
+        import numpy as np
+
+        def _copy(**name):
+            knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = a[i]",
+                                 [lp.GlobalArg("a, out", np.float32, shape="n"), "..."],
+                                 lang_version=(2018, 2), **name)
+            return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+
+        def unnamed():
+            return _copy()
+
+        def named():
+            return _copy(name="my_copy")
+    """))
+    db = tmp_path / "m.sqlite"
+    for factory in ("unnamed", "named"):
+        assert main(["measure", "--kernel", f"{factories}:{factory}", "--param", "n=100",
+                     "--runs", "6", "--tolerance", "1", "--device", "portable",
+                     "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert list(read_measurements(db).case_name) == ["unnamed/n=100", "my_copy/n=100"]
+
+
+def test_measure_without_the_kernels_sizes_exits_2_before_making_a_store(tmp_path, capsys):
+    db = tmp_path / "m.sqlite"
+    assert main(["measure", "--kernel", f"{EXAMPLES}:scale", "--device", "portable",
+                 "--db", str(db)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (f"kernelcast: error: {EXAMPLES}:scale needs sizes for n: "
+                            "--param n=SIZE\n")
+    assert captured.out == ""
+    assert not db.exists()
+
+
+def test_measure_a_size_too_large_for_the_kernel_records_it(tmp_path):
+    db = tmp_path / "m.sqlite"
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelcast", "measure", "--kernel", f"{EXAMPLES}:scale",
+         "--param", "n=4294967296", "--device", "portable", "--db", str(db)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "scale/n=4294967296: out_of_memory: " in result.stderr
+    assert result.stdout == f"done: 1 measured (1 out_of_memory), 0 already in {db}\n"
+    [row] = read_measurements(db).itertuples()
+    assert row.status == "out_of_memory" and row.min_s is None
+
+
+def test_measure_into_a_file_that_is_not_a_store_exits_2_in_one_line(tmp_path):
+    db = tmp_path / "m.sqlite"
+    db.write_text("not a database at all, just text " * 100)
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelcast", "measure", "--kernel", f"{EXAMPLES}:scale",
+         "--param", "n=100", "--device", "portable", "--db", str(db)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"kernelcast: error: {db} is not a kernelcast store: file is not a database")
+    assert "Traceback" not in result.stderr
 
 
 def test_measure_on_an_unknown_device_exits_2_in_one_line(tmp_path):

@@ -189,15 +189,14 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     assert not (tmp_path / "missing.sqlite").exists()
 
 
-@pytest.mark.xfail(strict=True, raises=sqlite3.DatabaseError,
-                   reason="src bug: Store runs PRAGMA synchronous before _read_meta, so a "
-                   "file that is not SQLite raises sqlite3.DatabaseError, not "
-                   "StoreMismatchError (and `kernelcast measure --db` prints a traceback)")
 def test_a_file_that_is_not_sqlite_is_refused_clearly(tmp_path):
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not a database at all, just text " * 100)
     with pytest.raises(StoreMismatchError, match="is not a kernelcast store"):
         Store(junk, IDENTITY)
+    with pytest.raises(StoreMismatchError, match="is not a kernelcast store"):
+        Store(junk)
+    assert junk.read_text() == "not a database at all, just text " * 100  # left as it was
 
 
 def test_the_key_covers_what_makes_a_measurement_different():

@@ -97,6 +97,27 @@ def _cmd_devices(args) -> int:
     return 0
 
 
+def _measured_kernel(args):
+    """The factory and sizes of ``measure --kernel``, refused if sizes are missing."""
+    import loopy as lp
+
+    from kernelcast.errors import NotALoopyKernelError, ParameterError
+    from kernelcast.kernel import load_factory
+    from kernelcast.measure.arrays import size_parameters
+
+    factory = load_factory(args.kernel)
+    params = _pairs(args.param, _int, "--param")
+    knl = factory()
+    if not isinstance(knl, (lp.TranslationUnit, lp.LoopKernel)):
+        raise NotALoopyKernelError(f"{args.kernel} returned {type(knl).__name__}, "
+                                   "not a Loopy kernel")
+    missing = [p for p in size_parameters(knl) if p not in params]
+    if missing:
+        raise ParameterError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
+                             f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
+    return factory, params
+
+
 def _cmd_measure(args) -> int:
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.campaign import measure_kernel, measure_suite
@@ -104,16 +125,14 @@ def _cmd_measure(args) -> int:
 
     if bool(args.kernel) == bool(args.suite):
         raise KernelcastError("give either --suite NAME or --kernel FILE.py:FACTORY")
+    if args.kernel:  # checked before a store is opened
+        factory, params = _measured_kernel(args)
     backend = make_backend(args.backend, args.device, args.build_options or "")
     print(f"measuring on {backend.device.name} ({backend.name}, driver "
           f"{backend.device.driver}) into {args.db}", file=sys.stderr)
     options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
     with Store(args.db, backend.identity) as store:
         if args.kernel:
-            from kernelcast.kernel import load_factory
-
-            factory = load_factory(args.kernel)
-            params = _pairs(args.param, _int, "--param")
             result = measure_kernel(factory, params, backend, store, **options)
         else:
             from kernelcast.suites.paper import get_suite

@@ -7,8 +7,8 @@ at the parameter values. Arrays the kernel only reads get uniform random values 
 kernel fails to write, or writes out of place, show up in the comparison with the
 reference. Float scalars that are not size parameters get random values.
 
-Public names: ArraySpec, typed_kernel, array_specs, scalar_arguments, host_arguments,
-argument_bytes, empty_host_array.
+Public names: ArraySpec, SizeRangeError, typed_kernel, array_specs, size_parameters,
+scalar_arguments, host_arguments, argument_bytes, empty_host_array.
 """
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ from dataclasses import dataclass
 import loopy as lp
 import numpy as np
 from pymbolic import evaluate
+from pymbolic.mapper.dependency import DependencyMapper
 from pymbolic.mapper.evaluator import UnknownVariableError
 
 from kernelcast.errors import ParameterError
+
+
+class SizeRangeError(ParameterError):
+    """A size does not fit the integer type of the kernel argument that carries it."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,23 @@ def array_specs(knl, params: dict) -> tuple[list[ArraySpec], dict[str, np.dtype]
     return arrays, scalars
 
 
+def size_parameters(knl) -> list[str]:
+    """The parameters *knl* needs values for to run: its integer scalar arguments and the
+    variables of its array shapes and strides (float scalars get random values)."""
+    kernel = typed_kernel(knl)
+    names = {a.name for a in kernel.args
+             if isinstance(a, lp.ValueArg) and np.dtype(a.dtype.numpy_dtype).kind in "iub"}
+    deps = DependencyMapper(composite_leaves=False)
+    for arg in kernel.args:
+        if isinstance(arg, lp.ValueArg):
+            continue
+        exprs = [*(arg.shape or ()), *(tag.stride for tag in (arg.dim_tags or ()))]
+        for expr in exprs:
+            if expr is not None and expr is not lp.auto:
+                names.update(v.name for v in deps(expr))
+    return sorted(names)
+
+
 def argument_bytes(knl, params: dict) -> int:
     """Bytes of global memory the kernel's arrays occupy at *params*."""
     return sum(spec.nbytes for spec in array_specs(knl, params)[0])
@@ -102,7 +124,14 @@ def scalar_arguments(scalars: dict, params: dict, rng: np.random.Generator) -> d
     values = {}
     for name, dtype in scalars.items():
         if name in params:
-            values[name] = dtype.type(params[name])
+            value = params[name]
+            if dtype.kind in "iu":
+                limits = np.iinfo(dtype)
+                if not limits.min <= value <= limits.max:
+                    raise SizeRangeError(
+                        f"{name}={value} does not fit the kernel's {dtype.name} argument "
+                        f"{name!r} ({limits.min} to {limits.max})")
+            values[name] = dtype.type(value)
         elif dtype.kind == "f":
             values[name] = dtype.type(rng.random() + 0.5)
         else:

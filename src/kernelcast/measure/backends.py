@@ -8,8 +8,8 @@ and free everything after each case. cupy is imported only when the CUDA backend
 Failures raise CompileError, OutOfMemory or LaunchError, which a campaign records as the
 statuses compile_error, out_of_memory and launch_error.
 
-Public names: Backend, OpenCLBackend, CudaBackend, make_backend, CompileError, OutOfMemory,
-LaunchError.
+Public names: Backend, OpenCLBackend, CudaBackend, make_backend, check_fits, CompileError,
+OutOfMemory, LaunchError.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class LaunchError(KernelcastError):
     """The kernel failed while running."""
 
 
-def _check_fits(device: DeviceInfo, specs: list[ArraySpec]) -> None:
+def check_fits(device: DeviceInfo, specs: list[ArraySpec]) -> None:
+    """Raise OutOfMemory unless the arrays *specs* fit in the memory of *device*."""
     total = sum(s.nbytes for s in specs)
     largest = max((s.nbytes for s in specs), default=0)
     if total > device.global_mem_bytes or largest > device.max_alloc_bytes:
@@ -107,7 +108,7 @@ class OpenCLBackend(Backend):
         import pyopencl.array as cla
         import pyopencl.clrandom as clrandom
 
-        _check_fits(self.device, specs)
+        check_fits(self.device, specs)
         generator = clrandom.PhiloxGenerator(self.context, seed=seed)
         args = {}
         try:
@@ -172,7 +173,7 @@ class CudaBackend(Backend):
 
     def allocate(self, specs, scalars, seed=0):
         cupy = self._cupy
-        _check_fits(self.device, specs)
+        check_fits(self.device, specs)
         rng = cupy.random.default_rng(seed)
         args = {}
         try:

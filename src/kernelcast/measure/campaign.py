@@ -10,7 +10,11 @@ Failures become rows with a status, and the campaign goes on.
 overhead first, then for every class without a given p the smallest allowed p whose
 smallest case runs at least that long.
 
-Public names: Job, CampaignResult, run_campaign, measure_suite, measure_kernel, suite_jobs.
+Progress lines go to *progress*: a stream, None for silence, or STDERR (the default), the
+``sys.stderr`` of the moment the campaign runs (so that redirecting it works).
+
+Public names: Job, CampaignResult, run_campaign, measure_suite, measure_kernel, job_label,
+suite_jobs, STDERR.
 """
 
 from __future__ import annotations
@@ -25,10 +29,27 @@ import numpy as np
 from kernelcast import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.measure import protocol
-from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
-from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory
+from kernelcast.measure.arrays import (
+    SizeRangeError,
+    array_specs,
+    scalar_arguments,
+    typed_kernel,
+)
+from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory, check_fits
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store, measurement_key
+
+
+class _Stderr:
+    def __repr__(self):
+        return "STDERR"
+
+
+STDERR = _Stderr()  # default progress stream: sys.stderr when the campaign runs
+
+
+def _stream(progress):
+    return sys.stderr if progress is STDERR else progress
 
 
 @dataclass(frozen=True)
@@ -97,14 +118,14 @@ class _Progress:
 def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
                  runs: int = protocol.RUNS, drop: int = protocol.DROP,
                  tolerance: float = protocol.TOLERANCE, retries: int = protocol.RETRIES,
-                 seed: int = 0, progress=sys.stderr) -> CampaignResult:
+                 seed: int = 0, progress=STDERR) -> CampaignResult:
     """Measure *jobs* on *backend* into *store*; see the module docstring."""
     result = CampaignResult()
     unique = {}
     for job in jobs:
         unique.setdefault(job.name, job)
     jobs = list(unique.values())
-    report = _Progress(len(jobs), progress)
+    report = _Progress(len(jobs), _stream(progress))
     done = store.keys()
     by_kernel: dict[str, list[Job]] = {}
     for job in jobs:
@@ -191,12 +212,13 @@ def _time_job(job, backend, compiled, generated, typed, opts) -> dict:
     args = {}
     try:
         specs, scalars = array_specs(typed, job.params)
+        check_fits(backend.device, specs)  # before sizes are converted to the argument types
         values = scalar_arguments(scalars, job.params, np.random.default_rng(opts["seed"]))
         args = backend.allocate(specs, values, opts["seed"])
         timing = protocol.time_with_protocol(
             lambda count: backend.time_launches(compiled, generated, args, job.params, count),
             opts["runs"], opts["drop"], opts["tolerance"], opts["retries"])
-    except OutOfMemory as err:
+    except (OutOfMemory, SizeRangeError) as err:
         return {"status": "out_of_memory", "message": str(err)}
     except (LaunchError, KernelcastError) as err:
         return {"status": "launch_error", "message": str(err)}
@@ -251,12 +273,13 @@ def choose_sizes(suite, backend, store, fixed: dict | None = None, **options) ->
 
 
 def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes=None,
-                  group_set=None, classes=None, progress=sys.stderr, **options):
+                  group_set=None, classes=None, progress=STDERR, **options):
     """Measure every case of *suite* (optionally only *classes*) into *store*."""
     if classes:
         from kernelcast.suites.suite import Suite
 
         suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
+    progress = _stream(progress)
     sizes = choose_sizes(suite, backend, store, p, progress=progress, **options)
     if progress is not None:
         print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
@@ -264,11 +287,22 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
     return run_campaign(suite_jobs(cases), backend, store, progress=progress, **options)
 
 
+def job_label(build, knl) -> str:
+    """The name of a kernel's jobs: its own name, or, where that is Loopy's default
+    ``loopy_kernel``, the name of the function that built it."""
+    label = knl.default_entrypoint.name if hasattr(knl, "default_entrypoint") else knl.name
+    factory = getattr(build, "__name__", "")
+    if label == "loopy_kernel" and factory.isidentifier():
+        return factory
+    return label
+
+
 def measure_kernel(build, params: dict, backend, store: Store, *, name: str | None = None,
                    **options) -> CampaignResult:
-    """Measure one kernel (a function returning a Loopy kernel) at *params*."""
+    """Measure one kernel (a function returning a Loopy kernel) at *params*. Its jobs are
+    named *name*, else as job_label says."""
     knl = build()
-    label = name or knl.default_entrypoint.name
+    label = name or job_label(build, knl)
     job_name = label + "/" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     return run_campaign([Job(job_name, label, build, dict(params))], backend, store, **options)
 

@@ -2,8 +2,10 @@
 
 On machines where NVIDIA's OpenCL driver library is installed but not registered with the
 ICD loader, ``register_nvidia_opencl`` registers it for this process (a private vendors
-folder named by OCL_ICD_VENDORS) and says so with a KernelcastWarning. It must run before
-the first OpenCL platform query of the process; ``opencl_devices`` calls it.
+folder named by OCL_ICD_VENDORS, holding the ICDs the loader read before, except those
+pyopencl bundles, which its loader reads anyway) and says so with a KernelcastWarning. It
+must run before the first OpenCL platform query of the process; ``opencl_devices`` calls
+it.
 
 Public names: DeviceInfo, opencl_devices, cuda_devices, list_devices, find_device,
 best_device, register_nvidia_opencl.
@@ -56,19 +58,24 @@ class DeviceInfo:
         return asdict(self)
 
 
-def _icd_dirs() -> list[str]:
-    dirs = []
+def _vendor_dir() -> str:
+    """The folder of ICDs the loader reads now: OCL_ICD_VENDORS, else the system's."""
     current = os.environ.get("OCL_ICD_VENDORS")
-    if current and os.path.isdir(current):
-        dirs.append(current)
-    dirs.append("/etc/OpenCL/vendors")
+    return current if current and os.path.isdir(current) else "/etc/OpenCL/vendors"
+
+
+def _bundled_dirs() -> list[str]:
+    """The ICDs shipped in pyopencl's wheel: its bundled loader reads them whatever
+    OCL_ICD_VENDORS says, so they are never copied (that would list them twice)."""
     try:
         import pyopencl
-
-        dirs.append(os.path.join(os.path.dirname(pyopencl.__file__), ".libs"))
     except ImportError:
-        pass
-    return dirs
+        return []
+    return [os.path.join(os.path.dirname(pyopencl.__file__), ".libs")]
+
+
+def _icds(dirs) -> list[str]:
+    return [icd for d in dirs for icd in sorted(glob.glob(os.path.join(d, "*.icd")))]
 
 
 def register_nvidia_opencl() -> str | None:
@@ -80,8 +87,11 @@ def register_nvidia_opencl() -> str | None:
     library = next((lib for lib in NVIDIA_OPENCL_LIBRARIES if os.path.exists(lib)), None)
     if library is None:
         return None
-    icds = [icd for d in _icd_dirs() for icd in glob.glob(os.path.join(d, "*.icd"))]
-    for icd in icds:
+    bundled = {os.path.realpath(d) for d in _bundled_dirs()}
+    # what our folder replaces; pyopencl's own ICDs are found without it
+    icds = [icd for icd in _icds([_vendor_dir()])
+            if os.path.realpath(os.path.dirname(icd)) not in bundled]
+    for icd in _icds(dict.fromkeys([_vendor_dir(), "/etc/OpenCL/vendors", *_bundled_dirs()])):
         with open(icd, encoding="utf-8", errors="replace") as f:
             if "nvidia" in f.read().lower():
                 return None

@@ -96,17 +96,23 @@ class Store:
             raise KernelcastError(f"no measurement store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=30)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA synchronous = FULL")
-        if not exists:
-            with self._conn:
-                self._conn.executescript(_SCHEMA)
-                self._conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?)",
-                    [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
-                     *((k, identity[k]) for k in IDENTITY)])
-        self.meta = self._read_meta()
-        self._check(identity)
+        try:
+            self._conn.row_factory = sqlite3.Row
+            if exists:  # before any other statement: a file that is not SQLite fails here
+                self.meta = self._read_meta()
+            self._conn.execute("PRAGMA synchronous = FULL")
+            if not exists:
+                with self._conn:
+                    self._conn.executescript(_SCHEMA)
+                    self._conn.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
+                         *((k, identity[k]) for k in IDENTITY)])
+                self.meta = self._read_meta()
+            self._check(identity)
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _read_meta(self) -> dict:
         try:
