@@ -112,3 +112,14 @@ def test_cross_validation_covers_the_extension_classes(fitted):
         cv = cross_validate(store, cache=cache, model="kernelcast")
     assert {"parallelism", "reuse", "matmul_tiled"} <= set(cv.kernel_class)
     assert np.isfinite(cv.rel_error).all()
+
+
+def test_calibrating_the_kernelcast_model_on_a_cpu_is_refused_before_measuring(
+        capsys, tmp_path):
+    from kernelcast.cli import main
+
+    db = tmp_path / "cpu.sqlite"
+    assert main(["calibrate", "--device", "portable", "--model", "kernelcast",
+                 "--db", str(db)]) == 2
+    assert "--model paper" in capsys.readouterr().err
+    assert not db.exists()

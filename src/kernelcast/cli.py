@@ -14,6 +14,7 @@ import time
 import warnings
 
 from kernelcast.errors import KernelcastError
+from kernelcast.models.features import MODELS
 
 
 def _pairs(items, convert, what):
@@ -178,7 +179,7 @@ def _cmd_calibrate(args) -> int:
     from kernelcast.workflow import calibrate
 
     profile, path = calibrate(args.device, args.backend, args.db, args.profile, args.suite,
-                              args.nonnegative, **_measure_options(args))
+                              args.nonnegative, model=args.model, **_measure_options(args))
     fit = profile.fit
     print(f"profile written to {path}: {len(profile.weights)} weights from {fit['cases']} "
           f"cases, training geometric-mean relative error "
@@ -346,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="where to write the profile (default: beside the store)")
     p.add_argument("--suite", help="measurement (GPU default) or measurement-cpu (CPU default)")
     p.add_argument("--nonnegative", action="store_true", help="fit non-negative weights")
+    p.add_argument("--model", default="paper", choices=MODELS,
+                   help="paper: the paper's properties; kernelcast: plus data volume and "
+                        "per-work-item terms, fitted with the extension suite too (GPUs)")
     timing_args(p)
     p.set_defaults(run=_cmd_calibrate)
 

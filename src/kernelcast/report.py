@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernelcast.models.profile import Profile
-from kernelcast.properties.vocabulary import UNITS
+from kernelcast.models.features import FEATURE_UNITS as UNITS
 
 
 def _params(p: dict) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from kernelcast.errors import KernelcastError
 from kernelcast.evaluate import PropertyCache, fit_profile, summarize, table1
 from kernelcast.measure.backends import make_backend
-from kernelcast.measure.campaign import measure_suite
+from kernelcast.measure.campaign import STDERR, measure_suite
 from kernelcast.measure.devices import find_device
 from kernelcast.measure.store import Store
 from kernelcast.models.features import fit_suites
@@ -36,7 +36,7 @@ def default_paths(device: str, backend: str, root="kernelcast-data") -> tuple[Pa
 
 
 def calibrate(device: str | None = None, backend: str = "opencl", db=None, profile_path=None,
-              suite: str | None = None, nonnegative: bool = False, progress=sys.stderr,
+              suite: str | None = None, nonnegative: bool = False, progress=STDERR,
               cache: PropertyCache | None = None, model: str = "paper",
               **options) -> tuple[Profile, Path]:
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
@@ -53,7 +53,8 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None, profi
     if progress is not None:
         print(f"calibrating {runner.device.name} ({runner.name}, driver "
               f"{runner.device.driver}) for the {model} model with the "
-              f"{' and '.join(suites)} suites into {db}", file=progress)
+              f"{' and '.join(suites)} suites into {db}",
+              file=sys.stderr if progress is STDERR else progress)
     with Store(db, runner.identity) as store:
         for name in suites:
             measure_suite(get_suite(name), runner, store, progress=progress, **options)
@@ -71,7 +72,7 @@ def device_available(profile: Profile) -> bool:
 
 
 def evaluate_profile(profile: Profile, db=None, measure: bool | None = None,
-                     progress=sys.stderr, cache: PropertyCache | None = None, **options):
+                     progress=STDERR, cache: PropertyCache | None = None, **options):
     """(Table 1, its summary) for the test suite that belongs to the profile's suite.
 
     With *measure* None, the test suite is measured (resuming) when the profile's device
