@@ -9,6 +9,7 @@ from kernelcast.errors import KernelcastError, ParameterError
 from kernelcast.measure.arrays import array_specs, host_arguments
 from kernelcast.suites import kernels
 from kernelcast.suites.paper import MEASUREMENT, TEST, get_suite
+from kernelcast.suites.extension import EXTENSION
 from kernelcast.suites.validation import VALIDATION
 from kernelcast.suites.suite import GROUP_SETS, KernelClass, choose_p
 from kernelcast.suites.verify import TOLERANCE, check_case, relative_error
@@ -17,7 +18,7 @@ def _one_case_per_kernel():
     """Each class × variant × dtype once, with the middle group size of its set, at the
     class's checking sizes (small, not multiples of the group sizes)."""
     chosen = {}
-    for suite in (MEASUREMENT, TEST, VALIDATION):
+    for suite in (MEASUREMENT, TEST, VALIDATION, EXTENSION):
         for case in suite.cases():
             groups = case.kclass.groups()
             if case.group_size == groups[len(groups) // 2]:
@@ -39,7 +40,8 @@ def test_kernel_matches_reference_on_pocl(case, pocl):
 
 def test_every_class_variant_and_precision_is_checked():
     checked = {(c.class_name, c.variant, c.dtype) for c in CASES}
-    assert len(checked) == 43 + 4 + 9  # 21 measurement kernels × 2 + empty; tests; validation
+    # 21 measurement kernels × 2 + empty; tests; validation; extension (4 kernels × 2)
+    assert len(checked) == 43 + 4 + 9 + 8
     for kclass in MEASUREMENT.classes:
         for variant in kclass.variants:
             for dtype in kclass.dtypes or (None,):
