@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernelcast.evaluate import (PropertyCache, cross_validate, dataset, fit_profile,
-                                 geometric_mean, summarize, table1)
+from kernelcast.evaluate import (PropertyCache, cross_validate, fit_profile, geometric_mean,
+                                 summarize, table1)
 from kernelcast.measure.store import Store
-from kernelcast.models.linear import relative_errors
 from kernelcast.workflow import _slug
 
 MODELS = ("paper", "kernelcast")
@@ -51,14 +50,6 @@ def _markdown(frame: pd.DataFrame, fmt=_pct, first="kernel") -> str:
             fmt(v) if isinstance(v, float) and not np.isnan(v) else str(v) if isinstance(
                 v, str) else "–" for v in row) + " |")
     return "\n".join(lines)
-
-
-def _predict_store(profile, store, suite, cache) -> pd.DataFrame:
-    """Table 1 of *profile* on another device's store (no device check: cross-GPU)."""
-    X, y, info = dataset(store.rows(), suite, cache, model=profile.model)
-    predicted = np.array([profile.predict_values(dict(row)) for _, row in X.iterrows()])
-    return info.assign(predicted_s=predicted, measured_s=y,
-                       rel_error=relative_errors(predicted, y))
 
 
 def main():
@@ -109,8 +100,8 @@ def main():
             for model in MODELS:
                 for suite in ("test", "validation"):
                     own = table1(profiles["h200", backend, model], store, suite, cache)
-                    other = _predict_store(profiles["h100", backend, model], store, suite,
-                                           cache)
+                    other = table1(profiles["h100", backend, model], store, suite, cache,
+                                   other_device=True)
                     rows[f"{backend} {model} {suite}"] = {
                         "H200 profile": geometric_mean(own.rel_error),
                         "H100 profile": geometric_mean(other.rel_error),

@@ -130,10 +130,11 @@ def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
 
 
 def table1(profile: Profile, store, suite: str = "test",
-           cache: PropertyCache | None = None) -> pd.DataFrame:
+           cache: PropertyCache | None = None, other_device: bool = False) -> pd.DataFrame:
     """The paper's Table 1: per test case, predicted and measured seconds and the
-    relative error."""
-    if store.identity["device"] != profile.device:
+    relative error. A store of another device is refused unless *other_device* (to see
+    how one GPU's profile predicts another)."""
+    if store.identity["device"] != profile.device and not other_device:
         raise KernelcastError(f"the profile is for {profile.device}, the store holds "
                               f"measurements of {store.identity['device']}")
     X, y, info = dataset(store.rows(), suite, cache, model=profile.model)
