@@ -237,3 +237,18 @@ for (stride, used), cls in STRIDED.items():
             f"minls_global_32_{cls}": lambda p, u=used: u * p["n"],
             "mul_f32": lambda p, u=used: u * p["n"], **_groups(32)},
         SIZES_1D)
+
+
+def two_launches():
+    """A global barrier splits this kernel into two device launches, which kernelcast
+    refuses to model or measure as one."""
+    knl = lp.make_kernel("{[i, j]: 0<=i,j<n}",
+                         """
+                         tmp[i] = 2*a[i] {id=first}
+                         ... gbarrier {id=barrier, dep=first}
+                         out[j] = tmp[n - 1 - j] {dep=barrier}
+                         """,
+                         [lp.GlobalArg("a, tmp, out", np.float32, shape="n"), "..."],
+                         name="two_launches", lang_version=(2018, 2))
+    knl = lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+    return lp.split_iname(knl, "j", 64, outer_tag="g.0", inner_tag="l.0")

@@ -13,6 +13,7 @@ import time
 
 import loopy as lp
 import numpy as np
+from kernel_zoo import two_launches
 import pytest
 
 from kernelcast import __version__
@@ -203,17 +204,6 @@ def test_a_compile_error_is_recorded_and_the_next_kernel_runs(pocl, tmp_path):
 
 
 def test_a_kernel_that_cannot_be_generated_is_a_compile_error(pocl, tmp_path):
-    def two_launches():
-        knl = lp.make_kernel("{[i]: 0<=i<n}",
-                             """
-                             tmp[i] = 2*a[i] {id=first}
-                             ... gbarrier {id=barrier, dep=first}
-                             out[i] = tmp[n - 1 - i] {dep=barrier}
-                             """,
-                             [lp.GlobalArg("a, tmp, out", np.float32, shape="n"), "..."],
-                             name="two_launches", lang_version=(2018, 2))
-        return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
-
     with Store(tmp_path / "s.sqlite", pocl.identity) as store:
         result = run_campaign([_job(two_launches, 100), _job(_copy(), 100)], pocl, store,
                               **FAST)

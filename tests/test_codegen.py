@@ -5,6 +5,7 @@ import re
 
 import loopy as lp
 import numpy as np
+from kernel_zoo import two_launches
 import pytest
 
 from kernelcast.errors import UnsupportedKernelError
@@ -116,16 +117,7 @@ def test_a_loop_kernel_is_accepted_and_unknown_targets_refused():
 
 
 def test_kernels_needing_two_launches_are_refused():
-    knl = lp.make_kernel("{[i, j]: 0<=i,j<n}",
-                         """
-                         tmp[i] = 2*a[i] {id=first}
-                         ... gbarrier {id=barrier, dep=first}
-                         out[j] = tmp[n - 1 - j] {dep=barrier}
-                         """,
-                         [lp.GlobalArg("a, tmp, out", np.float32, shape="n"), "..."],
-                         name="twice", lang_version=(2018, 2))
-    knl = lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
-    knl = lp.split_iname(knl, "j", 64, outer_tag="g.0", inner_tag="l.0")
+    knl = two_launches()
     with pytest.raises(UnsupportedKernelError, match="needs 2 launches"):
         generate(knl, "opencl")
 
