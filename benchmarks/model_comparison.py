@@ -5,6 +5,7 @@ the paper's (its measurement suite, unconstrained relative least squares) and ke
 (measurement + extension suites, non-negative) — and prints in markdown:
 
 1. geometric-mean relative error per test kernel and per validation kernel, both models;
+   and, for OpenCL, Table 1 with every test case and both models' predictions;
 2. leave-one-class-out cross-validation over each model's fitting classes;
 3. cross-GPU: profiles fitted on the H100 predicting the H200's measurements;
 4. the kernelcast weights of the two GPUs side by side;
@@ -52,6 +53,19 @@ def _markdown(frame: pd.DataFrame, fmt=_pct, first="kernel") -> str:
     return "\n".join(lines)
 
 
+def _side_by_side(paper: pd.DataFrame, ours: pd.DataFrame) -> str:
+    """One row per test case: measured, and each model's prediction and relative error."""
+    lines = ["| kernel | sizes | measured | paper | error | kernelcast | error |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for a, b in zip(paper.itertuples(), ours.itertuples(), strict=True):
+        assert a.case_name == b.case_name
+        sizes = ", ".join(f"{k}={v}" for k, v in a.params.items())
+        lines.append(f"| {a.kernel_class} | {sizes} | {a.measured_s * 1e6:.1f} | "
+                     f"{a.predicted_s * 1e6:.1f} | {_pct(a.rel_error)} | "
+                     f"{b.predicted_s * 1e6:.1f} | {_pct(b.rel_error)} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default="data")
@@ -84,6 +98,9 @@ def main():
                 for suite in ("test", "validation"):
                     print(f"\n{suite} kernels, geometric mean of relative error:\n")
                     print(_markdown(_per_kernel({m: tables[m][suite] for m in MODELS})))
+                if backend == "opencl":
+                    print("\nTable 1, every test case, both models (times in µs):\n")
+                    print(_side_by_side(tables["paper"]["test"], tables["kernelcast"]["test"]))
                 print("\nleave-one-class-out cross-validation over the fitting classes:\n")
                 cv = {m: summarize(cross_validate(store, cache=cache, model=m))
                       for m in MODELS}
@@ -128,7 +145,7 @@ def main():
         for log in sorted((Path(args.data) / gpu).glob("campaign*.txt")):
             steps = re.findall(r"^(\S+ \S+ p=\S+): (\d+) ms wall", log.read_text(), re.M)
             for step, ms in steps:
-                print(f"- {gpu} {step}: {int(ms) / 1000:.1f} s")
+                print(f"- {gpu} {step}: {int(ms) / 1000:.1f} s ({log.name})")
 
 
 if __name__ == "__main__":

@@ -5,15 +5,23 @@ totals over all work-items of a launch. ``kernelcast`` extends it in two directi
 paper's §6.2 names, still as a sum of fitted weights times counts and with no hardware
 constant entered by hand:
 
-- *data volume*: ``bytes_read`` and ``bytes_written``, the sizes of the global arrays a
-  launch reads and writes. Where work-items share data through the caches (a stencil
-  loads each value from several work-items) the access counts overstate what memory
-  moves; these bytes are what it moves at least.
+- *data volume*: ``bytes_read`` and ``bytes_written``, per global array the smaller of
+  its size and the bytes its accesses cover, summed over the arrays a launch reads and
+  writes. Where work-items share data through the caches (a stencil loads each value
+  from several work-items) the access counts overstate what memory moves, and a gather
+  from a large table touches only part of it.
+- *bank conflicts*: ``local_conflicts``, the local-memory passes beyond one per access
+  that a warp's accesses take (kernelcast.properties.accesses.local_bank_passes). The
+  paper counts local accesses alone; a transpose through an unpadded tile or a stencil
+  tile whose rows are not a multiple of 32 words takes several passes per access.
 - *parallelism*: counts per work-item (``item_*``: global loads along the fast axis
   (strides 0 and 1) and otherwise, local loads, floating-point operations and barriers,
   each total divided by the launch's work-items). A launch with fewer work-items than
   the device runs at once takes as long as one work-item's chain of operations, however
   small its totals; with many work-items these terms vanish beside the totals.
+  ``item_recurrence_*`` count, per work-item, the operations on loop-carried paths
+  (kernelcast.properties.recurrence): a step of ``x = rsqrt(x) + c`` or ``j = tile[j]``
+  waits for the one before, so these take their latency.
 
 Both are fitted from the paper's measurement suite together with kernelcast's extension
 suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
@@ -27,22 +35,29 @@ extend.
 from __future__ import annotations
 
 from kernelcast.errors import KernelcastError
+from kernelcast.properties.recurrence import RECURRENCE_KINDS
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
 
 MODELS = ("paper", "kernelcast")
 
-EXTENDED_FEATURES = ("bytes_read", "bytes_written", "item_loads_coalesced",
-                     "item_loads_other", "item_local_loads", "item_flops", "item_barriers")
+EXTENDED_FEATURES = ("bytes_read", "bytes_written", "local_conflicts", "item_loads_coalesced",
+                     "item_loads_other", "item_local_loads", "item_flops", "item_barriers",
+                     *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS))
 
 FEATURE_UNITS = {
     **UNITS,
     "bytes_read": "bytes of the global arrays the kernel reads",
     "bytes_written": "bytes of the global arrays the kernel writes",
+    "local_conflicts": "local-memory passes beyond one per warp access (bank conflicts)",
     "item_loads_coalesced": "global loads of stride 0 or 1 per work-item",
     "item_loads_other": "other global loads per work-item",
     "item_local_loads": "local-memory loads per work-item",
     "item_flops": "floating-point operations per work-item",
     "item_barriers": "barriers per work-item",
+    "item_recurrence_flops": "floating-point operations on loop-carried paths per work-item",
+    "item_recurrence_special": "special functions on loop-carried paths per work-item",
+    "item_recurrence_local_loads": "local loads on loop-carried paths per work-item",
+    "item_recurrence_global_loads": "global loads on loop-carried paths per work-item",
 }
 
 
@@ -78,6 +93,16 @@ def features(props, params, model: str = "paper") -> dict[str, float]:
     return extend(values, extent)
 
 
+def _moved(extent: dict[str, float], direction: str) -> float:
+    """Σ over arrays of min(array bytes, bytes accessed), or the arrays' bytes for
+    properties extracted before the per-array counts existed."""
+    arrays = [k for k in extent if k.startswith(f"{direction} ") and
+              not k.endswith(" accessed")]
+    if not arrays:
+        return extent[f"bytes_{direction}"]
+    return sum(min(extent[k], extent[f"{k} accessed"]) for k in arrays)
+
+
 def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, float]:
     """The paper's property values plus kernelcast's features, from the extent."""
     work_items = extent["work_items"] or 1.0
@@ -92,9 +117,12 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
             local += value
         elif name in _FLOPS:
             flops += value
-    extra = {"bytes_read": extent["bytes_read"], "bytes_written": extent["bytes_written"],
+    extra = {"bytes_read": _moved(extent, "read"), "bytes_written": _moved(extent, "written"),
+             "local_conflicts": extent.get("local_conflicts", 0.0),
              "item_loads_coalesced": coalesced / work_items,
              "item_loads_other": other / work_items, "item_local_loads": local / work_items,
              "item_flops": flops / work_items,
-             "item_barriers": values.get("barrier", 0.0) / work_items}
+             "item_barriers": values.get("barrier", 0.0) / work_items,
+             **{f"item_recurrence_{kind}": extent.get(f"recurrence_{kind}", 0.0) / work_items
+                for kind in RECURRENCE_KINDS}}
     return {**values, **{k: v for k, v in extra.items() if v}}

@@ -6,7 +6,11 @@ in elements of the array, from one work-item to the next along local axis 0 (the
 the array's axis strides. A site whose index depends on data (a temporary, another array)
 or is not affine in the iname has no stride: it is irregular.
 
-Public names: AccessSite, find_access_sites, lid0_stride.
+A local-memory site's bank passes are the wavefronts that the first 32 work-items of a
+group (a warp) need to serve it: local memory is 32 banks of 4-byte words on NVIDIA
+GPUs since Fermi and on AMD's GCN and later, and a bank delivers one word per pass.
+
+Public names: AccessSite, find_access_sites, lid0_stride, local_bank_passes.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ import loopy as lp
 from loopy.kernel.data import AddressSpace, LocalInameTag
 from loopy.symbolic import CoefficientCollector, get_dependencies
 from pymbolic import evaluate, flatten
+from pymbolic.mapper.evaluator import UnknownVariableError
 from pymbolic.mapper import WalkMapper
 from pymbolic.primitives import Sum, Variable
 
 from kernelcast.errors import UnsupportedKernelError
+
+BANKS = 32  # 4-byte banks of local memory, and the work-items served together
 
 
 @dataclass(frozen=True)
@@ -150,3 +157,45 @@ def lid0_stride(knl: lp.LoopKernel, insn, site: AccessSite,
         return None
     return int(total)
 
+
+
+def _local_iname(knl: lp.LoopKernel, insn, axis: int) -> str | None:
+    for iname in insn.within_inames:
+        for tag in knl.iname_tags_of_type(iname, LocalInameTag):
+            if tag.axis == axis:
+                return iname
+    return None
+
+
+def local_bank_passes(knl: lp.LoopKernel, insn, site: AccessSite, local_size: tuple,
+                      reference: dict[str, int]) -> int:
+    """Passes of local memory that one warp's access at *site* takes: the most distinct
+    4-byte words any one bank must deliver, per word of the element (an 8-byte element
+    fills two banks per work-item; 32 of them take two passes without any conflict).
+
+    The warp is the first 32 work-items (local axis 0 fastest) at the first iteration of
+    every loop (each iname at 0). A site whose address depends on data counts as one pass.
+    """
+    array = knl.get_var_descriptor(site.array)
+    shape = [evaluate(flatten(n), reference) for n in array.shape]
+    strides = [1] * len(shape)  # row-major, like Loopy's temporaries
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    words = max(site.bits // 32, 1)
+    axes = [_local_iname(knl, insn, a) for a in range(3)]
+    sizes = [int(n) for n in local_size] + [1, 1, 1]
+    context = {iname: 0 for iname in knl.all_inames()} | dict(reference)
+    banks: dict[int, set[int]] = {}
+    for lane in range(min(BANKS, sizes[0] * sizes[1] * sizes[2])):
+        ids = (lane % sizes[0], lane // sizes[0] % sizes[1], lane // (sizes[0] * sizes[1]))
+        lane_context = context | {iname: i for iname, i in zip(axes, ids, strict=True)
+                                  if iname is not None}
+        try:
+            offset = sum(evaluate(ix, lane_context) * st
+                         for ix, st in zip(site.index, strides, strict=True))
+        except UnknownVariableError:
+            return 1  # the address depends on data
+        for word in range(int(offset) * words, int(offset) * words + words):
+            banks.setdefault(word % BANKS, set()).add(word)
+    most = max(map(len, banks.values()))
+    return max(1, -(-most // words))

@@ -36,6 +36,7 @@ from loopy.statistics import (
     get_unused_hw_axes_factor,
 )
 from loopy.symbolic import condition_to_set
+from pymbolic import evaluate, flatten
 from pymbolic.primitives import is_constant
 
 from kernelcast.errors import (
@@ -46,8 +47,9 @@ from kernelcast.errors import (
     UnsupportedKernelError,
 )
 from kernelcast.kernel import PreparedKernel, prepare_kernel
-from kernelcast.properties.accesses import find_access_sites, lid0_stride
+from kernelcast.properties.accesses import find_access_sites, lid0_stride, local_bank_passes
 from kernelcast.properties.footprint import Footprint, utilization
+from kernelcast.properties.recurrence import RECURRENCE_KINDS, recurrence_ops
 from kernelcast.properties.result import AccessInfo, Properties
 from kernelcast.properties.vocabulary import (
     ACCESS_BITS,
@@ -120,7 +122,14 @@ class _Extraction:
         self.params = tuple(sorted(size_params - set(self.data_params)))
         self.reference = self._reference_point(value_args)
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
-        self.extent: dict[str, isl.PwQPolynomial] = {}
+        # for kernelcast's model: local-memory passes beyond one per access (bank
+        # conflicts) and operations on loop-carried paths (kernelcast.properties.recurrence)
+        self.extent: dict[str, isl.PwQPolynomial] = {
+            "local_conflicts": self.zero,
+            **{f"recurrence_{kind}": self.zero for kind in RECURRENCE_KINDS}}
+        self.local_size = tuple(
+            evaluate(flatten(n), self.reference) for n in
+            knl.get_grid_size_upper_bounds_as_exprs(self.ctab)[1])
 
     # {{{ inputs
 
@@ -240,6 +249,9 @@ class _Extraction:
             runs = reached if fraction == 1 else reached.scale_val(
                 isl.Val(f"{fraction.numerator}/{fraction.denominator}"))
             self._count_ops(insn, runs)
+            for kind, per_run in recurrence_ops(self.knl, insn).items():
+                name = f"recurrence_{kind}"
+                self.extent[name] = self.extent[name] + runs.scale_val(isl.Val(per_run))
             for site in find_access_sites(self.knl, insn):
                 site_runs = reached if site.in_condition else runs
                 if site.bits not in ACCESS_BITS:
@@ -250,12 +262,17 @@ class _Extraction:
                 if site.space == "local":
                     name = local_name(site.direction, site.bits)
                     self.totals[name] = self.totals[name] + site_runs
+                    extra = local_bank_passes(self.knl, insn, site, self.local_size,
+                                              self.reference) - 1
+                    if extra:
+                        self.extent["local_conflicts"] = self.extent[
+                            "local_conflicts"] + site_runs.scale_val(isl.Val(extra))
                     continue
                 stride = lid0_stride(self.knl, insn, site, self.reference)
                 sites.append((site, site_runs, domain, stride))
         accesses = self._classify(sites)
         self._count_launch()
-        self._count_array_bytes()
+        self._count_array_bytes(sites)
         context = isl.Set.from_basic_set(self.assumptions).align_params(self.space)
         counts = {n: c.gist_params(context).coalesce() for n, c in self.totals.items()
                   if not c.is_zero()}
@@ -307,9 +324,11 @@ class _Extraction:
             self.totals[name] = self.totals[name] + runs
         return accesses
 
-    def _count_array_bytes(self) -> None:
+    def _count_array_bytes(self, sites) -> None:
         """Bytes of the global arrays the kernel reads and writes: the data a launch must
-        move at least once, however often its work-items access it."""
+        move at least once, however often its work-items access it. Per array, also the
+        bytes its accesses cover (``read a`` / ``read a accessed``): a gather that touches
+        a few elements of a large table moves no more than those."""
         read, written = self.knl.get_read_variables(), self.knl.get_written_variables()
         self.extent["bytes_read"] = self.zero
         self.extent["bytes_written"] = self.zero
@@ -320,10 +339,17 @@ class _Extraction:
             for extent in arg.shape:
                 size = size * isl.PwQPolynomial.from_pw_aff(
                     pwaff_from_expr(self.space, extent, ()))
-            if arg.name in read:
-                self.extent["bytes_read"] = self.extent["bytes_read"] + size
-            if arg.name in written:
-                self.extent["bytes_written"] = self.extent["bytes_written"] + size
+            for direction, used in (("read", arg.name in read), ("written", arg.name in written)):
+                if not used:
+                    continue
+                total = f"bytes_{direction}"
+                self.extent[total] = self.extent[total] + size
+                self.extent[f"{direction} {arg.name}"] = size
+                self.extent[f"{direction} {arg.name} accessed"] = self.zero
+        for site, runs, _domain, _stride in sites:
+            key = f"{'read' if site.direction == 'load' else 'written'} {site.array} accessed"
+            if key in self.extent:
+                self.extent[key] = self.extent[key] + runs.scale_val(isl.Val(site.bits // 8))
 
     def _count_launch(self) -> None:
         lin = lp.get_one_linearized_kernel(self.knl, self.ctab)

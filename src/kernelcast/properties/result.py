@@ -145,8 +145,12 @@ class Properties:
 
     def extent(self, params) -> dict[str, float]:
         """What kernelcast's extended model adds (kernelcast.models.features): the
-        work-items of the launch (``work_items``) and the bytes of the global arrays it
-        reads and writes (``bytes_read``, ``bytes_written``)."""
+        work-items of the launch (``work_items``); the bytes of the global arrays it reads
+        and writes (``bytes_read``, ``bytes_written``), and per array its size and the
+        bytes its accesses cover (``read a``, ``read a accessed``, ``written …``); the
+        local-memory passes beyond one per access (``local_conflicts``); and the
+        operations on loop-carried paths (``recurrence_flops``, ``…_special``,
+        ``…_local_loads``, ``…_global_loads``)."""
         if self._extent_fn is None:
             return {}
         values = self._extent_fn(*self._arguments(params))

@@ -15,22 +15,44 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
 - ``reuse``: a sliding-window sum of r neighbours, out[i] = Σ_{j<r} a[i+j], for r from 1
   to 27: the loads grow with r while the data moved from memory does not.
 
-They were written after the validation kernels had shown these behaviours; no validation
-or test kernel is among them, and they are never evaluated on (docs/suites.md).
+- ``local_reads``: each work-item stores one value into a group-sized local tile and
+  then sums r values of it (r from 4 to 256), read ``spread`` over the banks
+  (tile[(lid + k) mod g]), as a ``broadcast`` (tile[k]) or with two-way bank conflicts
+  (``stride2``: tile[(2·lid + k) mod g]). In the paper's suite every
+  local-memory kernel reads two local values per multiply-add and a fixed number per
+  stored value, so the fit cannot tell local loads from flops or local stores apart.
+- ``chain``: each work-item runs one dependent chain of m steps, so that a step must
+  wait for the one before: ``fma`` (x = x·c + d), ``special`` (x = rsqrt(x) + c),
+  ``local`` (an index chased through a local tile) and ``global`` (an index chased
+  through a global array of N = 2^26 elements, five or more times the L2 caches of
+  today's GPUs). With few
+  work-items these kernels take their operations' latencies, not their throughputs;
+  ``global`` is also the pointer-chasing microbenchmark of the Hong–Kim model.
 
-Public names: EXTENSION, parallelism, reuse.
+They were written after the validation and test kernels had shown these behaviours; no
+validation or test kernel is among them, and they are never evaluated on
+(docs/suites.md).
+
+Public names: EXTENSION, parallelism, reuse, local_reads, chain.
 """
 
 from __future__ import annotations
 
 import loopy as lp
 import numpy as np
+import pymbolic.primitives as prim
+from loopy.symbolic import TypeCast
 
-from kernelcast.suites.kernels import _make, _split_1d
+from kernelcast.suites.kernels import _literal, _make, _split_1d
 from kernelcast.suites.suite import KernelClass, Suite
 
 PARALLELISM_VARIANTS = ("columns", "rows", "local")
 REUSE_WINDOWS = (1, 3, 9, 27)
+LOCAL_READS_VARIANTS = ("spread", "broadcast", "stride2")
+LOCAL_READS_COUNTS = (4, 16, 64, 256)
+CHAIN_VARIANTS = ("fma", "special", "local", "global")
+CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 MiB or more
+CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
 
 
@@ -73,6 +95,80 @@ def reuse(gsize=256, dtype=np.float32):
     return _split_1d(knl, "i", gsize)
 
 
+def _groups_of(gsize: int, extent: str) -> str:
+    """The domain of ng explicit work-groups (go) of gsize work-items (li), each running a
+    loop k of *extent* steps."""
+    return f"{{[go, li, k]: 0<=go<ng and 0<=li<{gsize} and 0<=k<{extent}}}"
+
+
+def local_reads(variant: str, gsize=256, dtype=np.float32):
+    """out[i] = Σ_{k<r} tile[...]: one local store and r local loads per work-item."""
+    g = int(gsize)
+    if variant not in LOCAL_READS_VARIANTS:
+        raise ValueError(f"unknown local_reads variant {variant!r}; known: "
+                         f"{LOCAL_READS_VARIANTS}")
+    index = {"spread": f"(li + k) & {g - 1}", "broadcast": "k",
+             "stride2": f"(2*li + k) & {g - 1}"}[variant]
+    knl = _make(_groups_of(g, "r"),
+                [f"tile[li] = a[{g}*go + li] {{id=fill}}",
+                 f"out[{g}*go + li] = sum(k, tile[{index}]) {{dep=fill}}"],
+                [lp.GlobalArg("a, out", dtype, shape=(f"{g}*ng",)),
+                 lp.TemporaryVariable("tile", dtype, shape=(g,),
+                                      address_space=lp.AddressSpace.LOCAL), "..."],
+                name=f"local_reads_{variant}",
+                assumptions=f"ng >= 1 and r >= 1 and r <= {g}")
+    return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
+
+
+def chain(variant: str, gsize=256, dtype=np.float32):
+    """Each work-item runs a dependent chain of m steps (see the module docstring)."""
+    g = int(gsize)
+    c = lambda v: _literal(v, dtype)  # noqa: E731
+    item = f"{g}*go + li"
+    args = [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",))]
+    if variant in ("fma", "special"):
+        step = (f"x = x*{c(0.999)} + {c(0.001)}" if variant == "fma"
+                else f"x = rsqrt(x) + {c(0.5)}")
+        instructions = [f"<> x = a[{item}] {{id=init}}",
+                        f"{step} {{id=step, dep=init, inames=go:li:k}}",
+                        f"out[{item}] = x {{dep=step}}"]
+        args.append(lp.GlobalArg("a", dtype, shape=(f"{g}*ng",)))
+    elif variant in ("local", "global"):
+        # the next index depends on the value just loaded (0 or 1 as an integer: inputs
+        # lie in [0.5, 1.5)), so each load waits for the one before
+        j, loaded = prim.Variable("j"), prim.Variable("a")
+        if variant == "local":
+            loaded, stride, size = prim.Variable("tile"), 32, g  # one bank per work-item
+            args.append(lp.TemporaryVariable("tile", dtype, shape=(g,),
+                                             address_space=lp.AddressSpace.LOCAL))
+            start = "li"
+        else:
+            # work-items start 64 elements apart: no two share a line of the first step
+            stride, size, start = CHAIN_STEP, prim.Variable("N"), f"64*({item})"
+        advance = prim.BitwiseAnd((j + stride + stride * TypeCast(np.dtype(np.int32),
+                                                                  loaded[j]),
+                                   size - 1))
+        instructions = [f"<int32> j = ({start}) & ({size} - 1) {{id=init, inames=go:li}}",
+                        lp.Assignment(j, advance, id="step",
+                                      depends_on=frozenset({"init"}),
+                                      within_inames=frozenset({"go", "li", "k"})),
+                        f"out[{item}] = j {{dep=step}}"]
+        if variant == "local":
+            instructions.insert(0, f"tile[li] = a[{item}] {{id=fill}}")
+            instructions[-2] = instructions[-2].copy(depends_on=frozenset({"init", "fill"}))
+            args.append(lp.GlobalArg("a", dtype, shape=(f"{g}*ng",)))
+        else:
+            args += [lp.GlobalArg("a", dtype, shape=("N",)), lp.ValueArg("N", np.int32)]
+    else:
+        raise ValueError(f"unknown chain variant {variant!r}; known: {CHAIN_VARIANTS}")
+    domain = _groups_of(g, "m")
+    if variant == "global":  # N sizes only the array: name it as a parameter of the domain
+        domain = "[N, m, ng] -> " + domain
+    knl = _make(domain, instructions, [*args, "..."], name=f"chain_{variant}",
+                assumptions="ng >= 1 and m >= 1" + (" and N >= 1" if variant == "global" else ""))
+    return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
+
+
 def _dtype(case):
     return np.dtype(case.dtype).type
 
@@ -85,6 +181,54 @@ def _parallelism_sizes(variant, p):
 
 def _reuse_sizes(variant, p):
     return [{"n": 2 ** (p + 2 * t), "r": r} for t in range(4) for r in REUSE_WINDOWS]
+
+
+def _local_reads_sizes(variant, p):
+    """n = 2^(p+2t) work-items, t = 0..2, each reading r = 4 to 256 local values."""
+    return [{"ng": 2 ** (p + 2 * t - 8), "r": r} for t in range(3) for r in LOCAL_READS_COUNTS]
+
+
+def _chain_sizes(variant, p):
+    """ng = 2^(p+3t) work-groups of 256, t = 0..3, chains of m = 2^6, 2^9, 2^12 steps,
+    at most 2^27 steps in all."""
+    array = {"N": CHAIN_ARRAY} if variant == "global" else {}
+    return [{"ng": 2 ** (p + 3 * t), "m": 2 ** q, **array} for t in range(4)
+            for q in (6, 9, 12) if 2 ** (p + 3 * t + 8 + q) <= 2 ** 27]
+
+
+def _ref_local_reads(case, args):
+    a, r = args["a"], args["r"]
+    tiles = a.reshape(-1, 256)
+    lanes = np.arange(256)
+    if case.variant == "spread":
+        picks = [(lanes + k) % 256 for k in range(r)]
+    elif case.variant == "stride2":
+        picks = [(2 * lanes + k) % 256 for k in range(r)]
+    else:
+        picks = [np.full(256, k) for k in range(r)]
+    return {"out": sum(tiles[:, pick] for pick in picks).reshape(-1)}
+
+
+def _ref_chain(case, args):
+    a, m = args["a"], args["m"]
+    one = a.dtype.type
+    if case.variant in ("fma", "special"):
+        x = a.copy()
+        for _ in range(m):
+            x = x * one(0.999) + one(0.001) if case.variant == "fma" else (
+                one(1) / np.sqrt(x) + one(0.5))
+        return {"out": x}
+    items = np.arange(a.shape[0] if case.variant == "local" else 256 * args["ng"])
+    if case.variant == "local":
+        j, stride, size = items % 256, 32, 256
+        lookup = a.reshape(-1, 256)[items // 256]
+        value = lambda j: lookup[np.arange(len(items)), j]  # noqa: E731
+    else:
+        j, stride, size = (64 * items) % args["N"], CHAIN_STEP, args["N"]
+        value = lambda j: a[j]  # noqa: E731
+    for _ in range(m):
+        j = (j + stride + stride * value(j).astype(np.int32)) & (size - 1)
+    return {"out": j.astype(a.dtype)}
 
 
 def _ref_parallelism(case, args):
@@ -109,4 +253,12 @@ EXTENSION = Suite("extension", (
                 lambda c: reuse(c.group_size[0], _dtype(c)), _reuse_sizes, (18, 19),
                 group_sizes=((256, 1),), reference=_ref_reuse,
                 check_params={"n": 1001, "r": 9}),
+    KernelClass("local_reads", "kernelcast: local loads per local store", LOCAL_READS_VARIANTS,
+                lambda c: local_reads(c.variant, c.group_size[0], _dtype(c)),
+                _local_reads_sizes, (18, 19), group_sizes=((256, 1),),
+                reference=_ref_local_reads, check_params={"ng": 3, "r": 37}),
+    KernelClass("chain", "kernelcast: dependent chains (latency)", CHAIN_VARIANTS,
+                lambda c: chain(c.variant, c.group_size[0], _dtype(c)), _chain_sizes,
+                (0, 1), group_sizes=((256, 1),), reference=_ref_chain,
+                check_params={"ng": 2, "m": 50, "N": 2 ** 14}),
 ))

@@ -83,8 +83,11 @@ class Case:
                     self.p, t, dict(params))
 
     def check_case(self) -> Case:
-        """The same kernel at its class's small checking sizes."""
-        return self.with_params(self.kclass.check_params)
+        """The same kernel at its class's small checking sizes (those of its parameters:
+        variants of a class may take different ones)."""
+        taken = self.kclass.sizes(self.variant, self.p)[0]
+        return self.with_params({k: v for k, v in self.kclass.check_params.items()
+                                 if k in taken})
 
 
 @dataclass(frozen=True)

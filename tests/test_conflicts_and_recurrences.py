@@ -1,0 +1,102 @@
+"""kernelcast's extra counts: local-memory bank conflicts, operations on loop-carried paths
+and the bytes a gather moves, each against counts worked out by hand from the kernel."""
+
+import loopy as lp
+import numpy as np
+import pytest
+
+import kernelcast as kc
+from kernelcast.models.features import features
+from kernelcast.suites.extension import chain, local_reads
+from kernelcast.suites.kernels import nbody, transpose
+from kernelcast.suites.validation import transpose_tiles
+
+
+def _extent(knl, params):
+    return kc.extract_properties(knl).extent(params)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_local_reads_conflict_only_at_stride_two(dtype):
+    params = {"ng": 3, "r": 20}
+    loads = 3 * 256 * 20
+    assert _extent(local_reads("spread", 256, dtype), params)["local_conflicts"] == 0
+    assert _extent(local_reads("broadcast", 256, dtype), params)["local_conflicts"] == 0
+    # tile[(2·lid + k) mod 256]: lanes 0 and 16 share a bank, so every load takes two
+    # passes (for float64, four words per bank over two words per element)
+    assert _extent(local_reads("stride2", 256, dtype), params)["local_conflicts"] == loads
+
+
+def test_transposes_through_unpadded_tiles():
+    n = 64
+    # 32×8 groups read a_fetch[32·lid0 + ...]: 32 lanes, one bank, 32 passes per read
+    assert _extent(transpose_tiles((32, 8), np.float32), {"n": n})[
+        "local_conflicts"] == 31 * n * n
+    # 16×16 groups: a warp is lid0 0-15 of rows lid1 0 and 1, reading words 16·lid0 +
+    # lid1: banks 0, 16 (row 0) and 1, 17 (row 1), each hit by 8 distinct words
+    assert _extent(transpose("prefetch", (16, 16), np.float32), {"n": n})[
+        "local_conflicts"] == 7 * n * n
+
+
+def test_a_padded_tile_has_no_conflicts():
+    knl = lp.make_kernel(
+        "{[go, i, j]: 0<=go<ng and 0<=i,j<32}",
+        ["tile[i, j] = a[32*go + i, j] {id=fill}",
+         "out[32*go + j, i] = tile[i, j] {dep=fill}"],
+        [lp.GlobalArg("a, out", np.float32, shape=("32*ng", 32)),
+         lp.TemporaryVariable("tile", np.float32, shape=(32, 33),
+                              address_space=lp.AddressSpace.LOCAL), "..."],
+        lang_version=(2018, 2))
+    knl = lp.tag_inames(knl, {"go": "g.0", "i": "l.0", "j": "l.1"})
+    # lanes differ in i: words 33·i apart, 33 ≡ 1 (mod 32), so 32 different banks
+    assert _extent(knl, {"ng": 2})["local_conflicts"] == 0
+    unpadded = lp.make_kernel(
+        "{[go, i, j]: 0<=go<ng and 0<=i,j<32}",
+        ["tile[i, j] = a[32*go + i, j] {id=fill}",
+         "out[32*go + j, i] = tile[i, j] {dep=fill}"],
+        [lp.GlobalArg("a, out", np.float32, shape=("32*ng", 32)),
+         lp.TemporaryVariable("tile", np.float32, shape=(32, 32),
+                              address_space=lp.AddressSpace.LOCAL), "..."],
+        lang_version=(2018, 2))
+    unpadded = lp.tag_inames(unpadded, {"go": "g.0", "i": "l.0", "j": "l.1"})
+    # a store and a load per work-item, both 32-way: 31 extra passes each
+    assert _extent(unpadded, {"ng": 2})["local_conflicts"] == 2 * 31 * 2 * 32 * 32
+
+
+@pytest.mark.parametrize("variant, expected", [
+    ("fma", {"flops": 2}),  # x = x·c + d: a multiply, then an add
+    ("special", {"special": 1, "flops": 1}),  # x = rsqrt(x) + c
+    ("local", {"local_loads": 1}),  # j = (j + 32 + 32·tile[j]) & 255: integer ops uncounted
+    ("global", {"global_loads": 1}),
+])
+def test_chains_put_each_step_on_the_path(variant, expected):
+    params = {"ng": 2, "m": 10, "N": 4096}
+    props = kc.extract_properties(chain(variant, 256, np.float32))
+    params = {k: v for k, v in params.items() if k in props.params}
+    extent = props.extent(params)
+    steps = 2 * 256 * 10
+    for kind in ("flops", "special", "local_loads", "global_loads"):
+        assert extent[f"recurrence_{kind}"] == steps * expected.get(kind, 0), kind
+
+
+def test_only_the_accumulating_add_of_nbody_is_on_a_path():
+    n = 300
+    extent = _extent(nbody(256, np.float32), {"n": n})
+    # acc_k += (xi - xj)² over k < 3, and pot += rsqrt(acc_k) over j: one add each; the
+    # loads, subtractions, squares and the rsqrt of a step do not wait for the step before.
+    # The k loop runs only for j ≠ i.
+    assert extent["recurrence_flops"] == 3 * n * (n - 1) + n * n
+    assert extent["recurrence_special"] == extent["recurrence_local_loads"] == 0
+
+
+def test_a_gather_moves_what_it_touches_not_the_whole_table():
+    params = {"ng": 2, "m": 10, "N": 2 ** 20}
+    props = kc.extract_properties(chain("global", 256, np.float32))
+    extent = props.extent(params)
+    assert extent["bytes_read"] == 4 * 2 ** 20  # the array
+    ext = features(props, params, "kernelcast")
+    assert ext["bytes_read"] == 4 * 512 * 10  # one float per step of each work-item
+    # where accesses cover the array several times, the array's bytes count
+    stencil = features(kc.extract_properties(local_reads("spread", 256, np.float32)),
+                       {"ng": 3, "r": 8}, "kernelcast")
+    assert stencil["bytes_read"] == 4 * 3 * 256
