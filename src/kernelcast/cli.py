@@ -189,12 +189,59 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
+def _hong_kim_hardware(args):
+    from kernelcast.models.hardware import load_hardware
+
+    if args.model != "hong-kim":
+        if args.hardware:
+            raise KernelcastError("--hardware is for --model hong-kim; the fitted models "
+                                  "take a --profile")
+        if not args.profile:
+            raise KernelcastError(f"--model {args.model} needs --profile")
+        return None
+    if not args.hardware:
+        raise KernelcastError("--model hong-kim needs --hardware (a GPU name such as h100, "
+                              "or a JSON file; see kernelcast.models.hardware)")
+    return load_hardware(args.hardware)
+
+
+def _predict_hong_kim(args, hardware) -> int:
+    from kernelcast.kernel import load_factory
+    from kernelcast.models.hong_kim import estimate
+    from kernelcast.models.hong_kim_inputs import shared_memory_bytes, workload
+    from kernelcast.properties import extract_properties
+
+    params = _pairs(args.param, _int, "--param")
+    knl = load_factory(args.kernel)()
+    props = extract_properties(knl, data_statistics=_pairs(args.stat, float, "--stat"))
+    wl = workload(props, params, shared_memory_bytes(knl, params))
+    est = estimate(hardware, wl)
+    if args.json:
+        json.dump({"device": hardware.name, "model": "hong-kim", "params": params,
+                   "seconds": est.seconds, "workload": wl.__dict__,
+                   "estimate": est.as_dict()}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"predicted run time on {hardware.name} (Hong–Kim): {est.seconds:.4g} s, "
+          f"{est.verdict}")
+    print(f"  MWP {est.mwp:.3g}, CWP {est.cwp:.3g}, N {est.n:.3g} active warps per SM, "
+          f"{est.rep:.3g} rounds of {est.active_blocks_per_sm:.3g} blocks on "
+          f"{est.active_sms} SMs; case: {est.regime}")
+    print(f"  per thread: {wl.comp_insts:.4g} computation, {wl.coal_mem_insts:.4g} "
+          f"coalesced and {wl.uncoal_mem_insts:.4g} uncoalesced memory, "
+          f"{wl.synch_insts:.4g} synchronization instructions")
+    return 0
+
+
 def _cmd_predict(args) -> int:
     from kernelcast.evaluate import explain
     from kernelcast.kernel import load_factory
     from kernelcast.models.profile import load_profile
     from kernelcast.properties import extract_properties
 
+    hardware = _hong_kim_hardware(args)
+    if hardware is not None:
+        return _predict_hong_kim(args, hardware)
     profile = load_profile(args.profile)
     params = _pairs(args.param, _int, "--param")
     props = extract_properties(load_factory(args.kernel)(),
@@ -219,6 +266,9 @@ def _cmd_evaluate(args) -> int:
     from kernelcast.models.profile import load_profile
     from kernelcast.workflow import evaluate_profile
 
+    hardware = _hong_kim_hardware(args)
+    if hardware is not None:
+        return _evaluate_hong_kim(args, hardware)
     profile = load_profile(args.profile)
     cache = PropertyCache()
     table, summary = evaluate_profile(profile, args.db, False if args.no_measure else None,
@@ -228,6 +278,37 @@ def _cmd_evaluate(args) -> int:
         with Store(args.db or profile.store) as store:
             cv_summary = summarize(cross_validate(store, profile.suite, cache=cache))
     _print_evaluation(profile, table, summary, cv_summary)
+    return 0
+
+
+def _evaluate_hong_kim(args, hardware) -> int:
+    from pathlib import Path
+
+    from kernelcast.evaluate import hong_kim_table, summarize
+    from kernelcast.measure.store import Store
+    from kernelcast.report import format_summary
+
+    if not args.db:
+        raise KernelcastError("--model hong-kim evaluates the measurements of a store: "
+                              "give --db")
+    registers = None
+    if args.registers:
+        registers = json.loads(Path(args.registers).read_text())
+    with Store(args.db) as store:
+        if store.identity["device"] != hardware.name:
+            print(f"note: the store holds {store.identity['device']}, the hardware "
+                  f"description is {hardware.name}", file=sys.stderr)
+        table = hong_kim_table(hardware, store, args.suite, registers=registers)
+    print(f"# Hong–Kim model on {hardware.name}: {args.suite} suite of {args.db}\n")
+    print("| kernel | sizes | measured s | predicted s | error | case | bottleneck |")
+    print("| --- | --- | ---: | ---: | ---: | --- | --- |")
+    for row in table.itertuples():
+        sizes = ", ".join(f"{k}={v}" for k, v in row.params.items())
+        print(f"| {row.kernel_class} | {sizes} | {row.measured_s:.4g} | "
+              f"{row.predicted_s:.4g} | {row.rel_error:.1%} | {row.regime} | "
+              f"{row.verdict} |")
+    print()
+    print(format_summary(summarize(table), markdown=True))
     return 0
 
 
@@ -353,16 +434,29 @@ def build_parser() -> argparse.ArgumentParser:
     timing_args(p)
     p.set_defaults(run=_cmd_calibrate)
 
-    p = sub.add_parser("predict", help="predict a kernel's run time with a profile")
+    p = sub.add_parser("predict", help="predict a kernel's run time with a profile "
+                                       "or the Hong–Kim model")
     p.add_argument("kernel", help="FILE.py:FACTORY, a function returning a Loopy kernel")
-    p.add_argument("--profile", required=True)
+    p.add_argument("--profile", help="a fitted profile (models paper and kernelcast)")
+    p.add_argument("--model", default="fitted", choices=("fitted", "hong-kim"),
+                   help="fitted: the profile's model; hong-kim: the analytical model of "
+                        "Hong & Kim on --hardware")
+    p.add_argument("--hardware", help="for hong-kim: h100, h200, fx5600, c1060 or a JSON "
+                                      "file")
     p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE", required=True)
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_predict)
 
     p = sub.add_parser("evaluate", help="Table 1 and Table 2 of a profile on the test suite")
-    p.add_argument("--profile", required=True)
+    p.add_argument("--profile", help="a fitted profile (models paper and kernelcast)")
+    p.add_argument("--model", default="fitted", choices=("fitted", "hong-kim"),
+                   help="hong-kim: Table 1 of the Hong–Kim model on --hardware, from --db")
+    p.add_argument("--hardware", help="for hong-kim: h100, h200, fx5600, c1060 or a JSON "
+                                      "file")
+    p.add_argument("--suite", default="test", help="for hong-kim: the suite to evaluate")
+    p.add_argument("--registers", help="for hong-kim: registers per kernel "
+                                       "(data/<gpu>/registers.json)")
     p.add_argument("--db", help="measurement store (default: the profile's)")
     p.add_argument("--no-measure", action="store_true",
                    help="only read the store, even when the device is present")

@@ -59,10 +59,13 @@ class PropertyCache:
     def __init__(self):
         self._props: dict[str, Properties] = {}
 
-    def values(self, case: Case, model: str = "paper") -> dict[str, float]:
+    def properties(self, case: Case) -> Properties:
         if case.kernel_name not in self._props:
             self._props[case.kernel_name] = extract_properties(case.kernel())
-        return features(self._props[case.kernel_name], case.params, model)
+        return self._props[case.kernel_name]
+
+    def values(self, case: Case, model: str = "paper") -> dict[str, float]:
+        return features(self.properties(case), case.params, model)
 
 
 def case_from_row(row: dict) -> Case | None:
@@ -141,6 +144,38 @@ def table1(profile: Profile, store, suite: str = "test",
     predicted = np.array([profile.predict_values(dict(row)) for _, row in X.iterrows()])
     table = info.assign(predicted_s=predicted, measured_s=y,
                         rel_error=relative_errors(predicted, y))
+    return table.sort_values(["kernel_class", "measured_s"]).reset_index(drop=True)
+
+
+def hong_kim_table(hardware, store, suite: str = "test", cache: PropertyCache | None = None,
+                   registers: dict | None = None) -> pd.DataFrame:
+    """Table 1 of the Hong–Kim model on *hardware* (kernelcast.models.hardware) for the
+    timed rows of *suite* in *store*, with its regime, bottleneck verdict, MWP, CWP and
+    N per case. *registers* maps kernel names to the registers per thread their compiler
+    reported (data/<gpu>/registers.json); without it, registers do not limit occupancy."""
+    from kernelcast.models.hong_kim import estimate
+    from kernelcast.models.hong_kim_inputs import shared_memory_bytes, workload
+
+    cache = cache or PropertyCache()
+    rows = []
+    for row in store.rows():
+        if row["suite"] != suite or row["status"] not in TIMED:
+            continue
+        case = case_from_row(row)
+        knl = case.kernel()
+        regs = (registers or {}).get(case.kernel_name, {}).get("registers")
+        est = estimate(hardware, workload(cache.properties(case), case.params,
+                                          shared_memory_bytes(knl, case.params), regs))
+        rows.append({"case_name": row["case_name"], "kernel_class": row["kernel_class"],
+                     "variant": row["variant"], "dtype": row["dtype"],
+                     "params": row["params"], "predicted_s": est.seconds,
+                     "measured_s": row["min_s"], "regime": est.regime,
+                     "verdict": est.verdict, "mwp": est.mwp, "cwp": est.cwp, "n": est.n})
+    if not rows:
+        raise KernelcastError(f"the store has no timed rows of the {suite} suite")
+    table = pd.DataFrame(rows)
+    table["rel_error"] = relative_errors(table.predicted_s.to_numpy(),
+                                         table.measured_s.to_numpy())
     return table.sort_values(["kernel_class", "measured_s"]).reset_index(drop=True)
 
 
