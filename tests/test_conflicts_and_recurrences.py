@@ -38,29 +38,25 @@ def test_transposes_through_unpadded_tiles():
         "local_conflicts"] == 7 * n * n
 
 
-def test_a_padded_tile_has_no_conflicts():
+def _transpose_through_tile(columns):
+    """out = aᵀ through a 32×columns local tile; work-items along i are lanes."""
     knl = lp.make_kernel(
         "{[go, i, j]: 0<=go<ng and 0<=i,j<32}",
         ["tile[i, j] = a[32*go + i, j] {id=fill}",
          "out[32*go + j, i] = tile[i, j] {dep=fill}"],
         [lp.GlobalArg("a, out", np.float32, shape=("32*ng", 32)),
-         lp.TemporaryVariable("tile", np.float32, shape=(32, 33),
+         lp.TemporaryVariable("tile", np.float32, shape=(32, columns),
                               address_space=lp.AddressSpace.LOCAL), "..."],
         lang_version=(2018, 2))
-    knl = lp.tag_inames(knl, {"go": "g.0", "i": "l.0", "j": "l.1"})
+    return lp.tag_inames(knl, {"go": "g.0", "i": "l.0", "j": "l.1"})
+
+
+def test_a_padded_tile_has_no_conflicts():
     # lanes differ in i: words 33·i apart, 33 ≡ 1 (mod 32), so 32 different banks
-    assert _extent(knl, {"ng": 2})["local_conflicts"] == 0
-    unpadded = lp.make_kernel(
-        "{[go, i, j]: 0<=go<ng and 0<=i,j<32}",
-        ["tile[i, j] = a[32*go + i, j] {id=fill}",
-         "out[32*go + j, i] = tile[i, j] {dep=fill}"],
-        [lp.GlobalArg("a, out", np.float32, shape=("32*ng", 32)),
-         lp.TemporaryVariable("tile", np.float32, shape=(32, 32),
-                              address_space=lp.AddressSpace.LOCAL), "..."],
-        lang_version=(2018, 2))
-    unpadded = lp.tag_inames(unpadded, {"go": "g.0", "i": "l.0", "j": "l.1"})
-    # a store and a load per work-item, both 32-way: 31 extra passes each
-    assert _extent(unpadded, {"ng": 2})["local_conflicts"] == 2 * 31 * 2 * 32 * 32
+    assert _extent(_transpose_through_tile(33), {"ng": 2})["local_conflicts"] == 0
+    # unpadded, a store and a load per work-item, both 32-way: 31 extra passes each
+    assert _extent(_transpose_through_tile(32), {"ng": 2})["local_conflicts"] == (
+        2 * 31 * 2 * 32 * 32)
 
 
 @pytest.mark.parametrize("variant, expected", [
