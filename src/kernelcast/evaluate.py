@@ -154,18 +154,22 @@ def hong_kim_table(hardware, store, suite: str = "test", cache: PropertyCache | 
     N per case. *registers* maps kernel names to the registers per thread their compiler
     reported (data/<gpu>/registers.json); without it, registers do not limit occupancy."""
     from kernelcast.models.hong_kim import estimate
-    from kernelcast.models.hong_kim_inputs import shared_memory_bytes, workload
+    from kernelcast.models.hong_kim_inputs import (local_temporaries, shared_memory_bytes,
+                                                   workload)
 
     cache = cache or PropertyCache()
+    temporaries: dict[str, list] = {}
     rows = []
     for row in store.rows():
         if row["suite"] != suite or row["status"] not in TIMED:
             continue
         case = case_from_row(row)
-        knl = case.kernel()
+        if case.kernel_name not in temporaries:
+            temporaries[case.kernel_name] = local_temporaries(case.kernel())
+        shared = shared_memory_bytes(temporaries[case.kernel_name], case.params)
         regs = (registers or {}).get(case.kernel_name, {}).get("registers")
-        est = estimate(hardware, workload(cache.properties(case), case.params,
-                                          shared_memory_bytes(knl, case.params), regs))
+        est = estimate(hardware, workload(cache.properties(case), case.params, shared,
+                                          regs))
         rows.append({"case_name": row["case_name"], "kernel_class": row["kernel_class"],
                      "variant": row["variant"], "dtype": row["dtype"],
                      "params": row["params"], "predicted_s": est.seconds,

@@ -25,7 +25,7 @@ instruction is the hard part. kernelcast takes them from the symbolic properties
   backend does; ``benchmarks/hong_kim_hardware.py query`` records them per suite
   kernel in data/<gpu>/registers.json).
 
-Public names: workload, shared_memory_bytes.
+Public names: workload, local_temporaries, shared_memory_bytes.
 """
 
 from __future__ import annotations
@@ -43,16 +43,23 @@ WARP = 32
 SECTOR = 32  # bytes of one memory transaction
 
 
-def shared_memory_bytes(knl, params: dict) -> int:
-    """Bytes of the local-memory temporaries of *knl* (a kernel or translation unit),
-    after Loopy has decided where the temporaries of prefetches live."""
+def local_temporaries(knl) -> list[tuple[tuple, int]]:
+    """(shape, bytes per element) of each local-memory temporary of *knl* (a kernel or
+    translation unit), after Loopy has decided where the temporaries of prefetches
+    live."""
     knl = prepare_kernel(knl).kernel
-    total = 0
-    for temp in knl.temporary_variables.values():
-        if temp.address_space == lp.AddressSpace.LOCAL:
-            size = int(np.prod([evaluate(n, params) for n in temp.shape]))
-            total += size * np.dtype(temp.dtype.numpy_dtype).itemsize
-    return total
+    return [(temp.shape, np.dtype(temp.dtype.numpy_dtype).itemsize)
+            for temp in knl.temporary_variables.values()
+            if temp.address_space == lp.AddressSpace.LOCAL]
+
+
+def shared_memory_bytes(knl_or_temporaries, params: dict) -> int:
+    """Bytes of local memory a work-group of the kernel allocates at *params*; takes the
+    kernel or its ``local_temporaries``."""
+    temporaries = (knl_or_temporaries if isinstance(knl_or_temporaries, list)
+                   else local_temporaries(knl_or_temporaries))
+    return sum(int(np.prod([evaluate(n, params) for n in shape])) * itemsize
+               for shape, itemsize in temporaries)
 
 
 def _sectors(name: str) -> float:
