@@ -205,6 +205,12 @@ def test_cli_predicts_with_hong_kim(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == "hong-kim" and out["seconds"] > 0
     assert out["estimate"]["verdict"] in VERDICTS
+    # 255 registers for each of a group's 32 threads: 65536 / 8160 = 8 groups per SM
+    assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
+                 "--hardware", "h100", "--param", "n=1000000", "--registers", "255",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimate"]["active_blocks_per_sm"] == 8
+    assert out["estimate"]["active_blocks_per_sm"] == 32
     assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
                  "--param", "n=10"]) == 2
     assert "--hardware" in capsys.readouterr().err

@@ -214,7 +214,7 @@ def _predict_hong_kim(args, hardware) -> int:
     params = _pairs(args.param, _int, "--param")
     knl = load_factory(args.kernel)()
     props = extract_properties(knl, data_statistics=_pairs(args.stat, float, "--stat"))
-    wl = workload(props, params, shared_memory_bytes(knl, params))
+    wl = workload(props, params, shared_memory_bytes(knl, params), args.registers)
     est = estimate(hardware, wl)
     if args.json:
         json.dump({"device": hardware.name, "model": "hong-kim", "params": params,
@@ -443,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "Hong & Kim on --hardware")
     p.add_argument("--hardware", help="for hong-kim: h100, h200, fx5600, c1060 or a JSON "
                                       "file")
+    p.add_argument("--registers", type=int, metavar="N",
+                   help="for hong-kim: registers per thread, as the compiler reports them "
+                        "(limits the blocks an SM holds)")
     p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE", required=True)
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE")
     p.add_argument("--json", action="store_true")

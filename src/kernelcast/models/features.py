@@ -1,9 +1,10 @@
 """What each model multiplies its weights with: the paper's properties, or kernelcast's.
 
 ``paper`` is the model of Stevens & Klöckner: the properties of kernelcast.properties,
-totals over all work-items of a launch. ``kernelcast`` extends it in two directions the
-paper's §6.2 names, still as a sum of fitted weights times counts and with no hardware
-constant entered by hand:
+totals over all work-items of a launch. ``kernelcast`` extends it in the directions the
+paper's §6.2 names and with bank conflicts, still as a sum of fitted weights times counts
+and with no hardware constant entered by hand (the 32 banks of 4 bytes that define a
+conflict aside):
 
 - *data volume*: ``bytes_read`` and ``bytes_written``, per global array the smaller of
   its size and the bytes its accesses cover, summed over the arrays a launch reads and
@@ -23,7 +24,7 @@ constant entered by hand:
   (kernelcast.properties.recurrence): a step of ``x = rsqrt(x) + c`` or ``j = tile[j]``
   waits for the one before, so these take their latency.
 
-Both are fitted from the paper's measurement suite together with kernelcast's extension
+All are fitted from the paper's measurement suite together with kernelcast's extension
 suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
 the weights are non-negative, because without that constraint the collinear new terms
 take opposite signs and predictions outside the suite break down (docs/results.md).
