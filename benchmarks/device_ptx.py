@@ -1,0 +1,38 @@
+"""The PTX that NVIDIA's OpenCL compiler makes of a few suite kernels, to see how it
+schedules their loops (docs/results.md, issue 6: why N-body's iterations do not overlap).
+
+Writes OUTDIR/<kernel>.cl (kernelcast's generated code) and OUTDIR/<kernel>.ptx (the
+program binary NVIDIA's OpenCL returns, which is PTX text) and prints, per kernel, the
+shared-memory loads, rsqrt instructions and branches in the PTX. Needs the NVIDIA GPU.
+Run on the device: python3 benchmarks/device_ptx.py OUTDIR
+"""
+
+import sys
+from pathlib import Path
+
+import pyopencl as cl
+
+from kernelcast.measure.codegen import generate
+from kernelcast.suites.extension import chain, parallelism
+from kernelcast.suites.kernels import nbody
+
+KERNELS = {"nbody": nbody(), "parallelism_local": parallelism("local"),
+           "parallelism_columns": parallelism("columns"), "chain_special": chain("special")}
+
+
+def main():
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    platform = next(p for p in cl.get_platforms() if "NVIDIA" in p.name)
+    ctx = cl.Context(platform.get_devices())
+    for name, knl in KERNELS.items():
+        code = generate(knl, "opencl").code
+        ptx = cl.Program(ctx, code).build().binaries[0].decode(errors="replace").rstrip("\x00")
+        (out / f"{name}.cl").write_text(code)
+        (out / f"{name}.ptx").write_text(ptx)
+        print(name, "ld.shared", ptx.count("ld.shared"), "rsqrt", ptx.count("rsqrt"),
+              "branches", ptx.count("bra "))
+
+
+if __name__ == "__main__":
+    main()
