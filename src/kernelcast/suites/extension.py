@@ -136,29 +136,28 @@ def chain(variant: str, gsize=256, dtype=np.float32):
     elif variant in ("local", "global"):
         # the next index depends on the value just loaded (0 or 1 as an integer: inputs
         # lie in [0.5, 1.5)), so each load waits for the one before
-        j, loaded = prim.Variable("j"), prim.Variable("a")
+        j = prim.Variable("j")
         if variant == "local":
             loaded, stride, size = prim.Variable("tile"), 32, g  # one bank per work-item
-            args.append(lp.TemporaryVariable("tile", dtype, shape=(g,),
-                                             address_space=lp.AddressSpace.LOCAL))
-            start = "li"
+            start, fill = "li", [f"tile[li] = a[{item}] {{id=fill}}"]
+            args += [lp.TemporaryVariable("tile", dtype, shape=(g,),
+                                          address_space=lp.AddressSpace.LOCAL),
+                     lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
         else:
             # work-items start 64 elements apart: no two share a line of the first step
-            stride, size, start = CHAIN_STEP, prim.Variable("N"), f"64*({item})"
+            loaded, stride, size = prim.Variable("a"), CHAIN_STEP, prim.Variable("N")
+            start, fill = f"64*({item})", []
+            args += [lp.GlobalArg("a", dtype, shape=("N",)), lp.ValueArg("N", np.int32)]
         advance = prim.BitwiseAnd((j + stride + stride * TypeCast(np.dtype(np.int32),
                                                                   loaded[j]),
                                    size - 1))
-        instructions = [f"<int32> j = ({start}) & ({size} - 1) {{id=init, inames=go:li}}",
+        instructions = [*fill,
+                        f"<int32> j = ({start}) & ({size} - 1) {{id=init, inames=go:li}}",
                         lp.Assignment(j, advance, id="step",
-                                      depends_on=frozenset({"init"}),
+                                      depends_on=frozenset({"init", *(["fill"] if fill
+                                                                      else [])}),
                                       within_inames=frozenset({"go", "li", "k"})),
                         f"out[{item}] = j {{dep=step}}"]
-        if variant == "local":
-            instructions.insert(0, f"tile[li] = a[{item}] {{id=fill}}")
-            instructions[-2] = instructions[-2].copy(depends_on=frozenset({"init", "fill"}))
-            args.append(lp.GlobalArg("a", dtype, shape=(f"{g}*ng",)))
-        else:
-            args += [lp.GlobalArg("a", dtype, shape=("N",)), lp.ValueArg("N", np.int32)]
     else:
         raise ValueError(f"unknown chain variant {variant!r}; known: {CHAIN_VARIANTS}")
     domain = _groups_of(g, "m")
