@@ -1,5 +1,6 @@
 """The PTX that NVIDIA's OpenCL compiler makes of a few suite kernels, to see how it
-schedules their loops (docs/results.md, issue 6: why N-body's iterations do not overlap).
+schedules their loops (docs/results.md, issue 6: why N-body's iterations do not overlap,
+whether the guarded microbenchmarks' do, and how convolution's loops are scheduled).
 
 Writes OUTDIR/<kernel>.cl (kernelcast's generated code) and OUTDIR/<kernel>.ptx (the
 program binary NVIDIA's OpenCL returns, which is PTX text) and prints, per kernel, the
@@ -13,11 +14,13 @@ from pathlib import Path
 import pyopencl as cl
 
 from kernelcast.measure.codegen import generate
-from kernelcast.suites.extension import chain, parallelism
-from kernelcast.suites.kernels import nbody
+from kernelcast.suites.extension import chain, guarded, parallelism
+from kernelcast.suites.kernels import convolution, finite_difference, nbody
 
-KERNELS = {"nbody": nbody(), "parallelism_local": parallelism("local"),
-           "parallelism_columns": parallelism("columns"), "chain_special": chain("special")}
+KERNELS = {"nbody": nbody(), "convolution": convolution(),
+           "finite_difference": finite_difference(), "parallelism_local": parallelism("local"),
+           "parallelism_columns": parallelism("columns"), "chain_special": chain("special"),
+           **{f"guarded_{v}": guarded(v) for v in ("local", "special", "global")}}
 
 
 def main():

@@ -143,7 +143,7 @@ def main():
     print("\n## Campaign wall time on the device\n")
     for gpu in GPUS:
         for log in sorted((Path(args.data) / gpu).glob("campaign*.txt")):
-            steps = re.findall(r"^(\S+ \S+ p=\S+): (\d+) ms wall", log.read_text(), re.M)
+            steps = re.findall(r"^(\S+ \S+(?: \S+)? p=\S+): (\d+) ms wall", log.read_text(), re.M)
             for step, ms in steps:
                 print(f"- {gpu} {step}: {int(ms) / 1000:.1f} s ({log.name})")
 

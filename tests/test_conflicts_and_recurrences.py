@@ -1,5 +1,6 @@
 """kernelcast's extra counts: local-memory bank conflicts, operations on loop-carried paths
-and the bytes a gather moves, each against counts worked out by hand from the kernel."""
+and on iterations a branch serializes, and the bytes a gather moves, each against counts
+worked out by hand from the kernel."""
 
 import loopy as lp
 import numpy as np
@@ -7,8 +8,10 @@ import pytest
 
 import kernelcast as kc
 from kernelcast.models.features import features
-from kernelcast.suites.extension import chain, local_reads
-from kernelcast.suites.kernels import nbody, transpose
+from kernelcast.kernel import prepare_kernel
+from kernelcast.properties.recurrence import branching_loops
+from kernelcast.suites.extension import chain, guarded, local_reads
+from kernelcast.suites.kernels import filled_stride, nbody, transpose
 from kernelcast.suites.validation import transpose_tiles
 
 
@@ -83,6 +86,44 @@ def test_only_the_accumulating_add_of_nbody_is_on_a_path():
     # The k loop runs only for j ≠ i.
     assert extent["recurrence_flops"] == 3 * n * (n - 1) + n * n
     assert extent["recurrence_special"] == extent["recurrence_local_loads"] == 0
+
+
+@pytest.mark.parametrize("variant, expected", [
+    ("local", {"local_loads": 1}),  # acc += tile[...]
+    ("special", {"local_loads": 1, "special": 1}),  # acc += rsqrt(tile[...])
+    ("global", {"global_loads": 1}),  # acc += a[k, lid]
+])
+def test_a_branch_in_every_step_puts_the_steps_loads_on_the_path(variant, expected):
+    ng, m = 2, 10
+    extent = _extent(guarded(variant, 256, np.float64), {"ng": ng, "m": m})
+    # the step runs for k ≠ lid: all m steps but one for the m work-items with lid < m
+    steps = ng * (256 * m - m)
+    for kind in ("special", "local_loads", "global_loads"):
+        assert extent[f"serial_{kind}"] == steps * expected.get(kind, 0), kind
+    # only the add carries over from one step to the next
+    assert extent["recurrence_flops"] == steps
+    assert extent["recurrence_local_loads"] == extent["recurrence_special"] == 0
+
+
+def test_nbody_waits_for_its_load_and_rsqrt_in_every_iteration():
+    n = 300
+    extent = _extent(nbody(256, np.float32), {"n": n})
+    # the condition i ≠ j is on the j loops' indices: a branch in every j iteration. Its
+    # path: tile load → difference → square → sum over k → rsqrt → add, once per (i, j);
+    # the sum over k starts afresh in every j iteration, so its loads are not counted again
+    assert extent["serial_local_loads"] == extent["serial_special"] == n * n
+    assert extent["serial_global_loads"] == 0
+
+
+def test_conditions_that_do_not_change_within_a_loop_make_no_branch_in_it():
+    # filled_stride guards its whole loop with 256·io + ii < n: one branch, outside it
+    knl = prepare_kernel(filled_stride(2, 256, np.float32)).kernel
+    assert any(insn.predicates for insn in knl.instructions)
+    assert branching_loops(knl) == frozenset()
+    assert branching_loops(prepare_kernel(nbody()).kernel) == {"j_inner", "j_outer"}
+    assert all(v == 0 for k, v in _extent(chain("special", 256, np.float32),
+                                          {"ng": 2, "m": 10}).items()
+               if k.startswith("serial_"))
 
 
 def test_a_gather_moves_what_it_touches_not_the_whole_table():

@@ -22,7 +22,10 @@ conflict aside):
   small its totals; with many work-items these terms vanish beside the totals.
   ``item_recurrence_*`` count, per work-item, the operations on loop-carried paths
   (kernelcast.properties.recurrence): a step of ``x = rsqrt(x) + c`` or ``j = tile[j]``
-  waits for the one before, so these take their latency.
+  waits for the one before, so these take their latency. ``item_serial_*`` count, per
+  work-item, the loads and special functions on the path through one iteration of a loop
+  that has a branch in every iteration (a condition on the loop index): the compiler
+  leaves each iteration in its own branch, so an iteration also waits for its own loads.
 
 All are fitted from the paper's measurement suite together with kernelcast's extension
 suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
@@ -36,14 +39,15 @@ extend.
 from __future__ import annotations
 
 from kernelcast.errors import KernelcastError
-from kernelcast.properties.recurrence import RECURRENCE_KINDS
+from kernelcast.properties.recurrence import RECURRENCE_KINDS, SERIAL_KINDS
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
 
 MODELS = ("paper", "kernelcast")
 
 EXTENDED_FEATURES = ("bytes_read", "bytes_written", "local_conflicts", "item_loads_coalesced",
                      "item_loads_other", "item_local_loads", "item_flops", "item_barriers",
-                     *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS))
+                     *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS),
+                     *(f"item_serial_{kind}" for kind in SERIAL_KINDS))
 
 FEATURE_UNITS = {
     **UNITS,
@@ -59,6 +63,12 @@ FEATURE_UNITS = {
     "item_recurrence_special": "special functions on loop-carried paths per work-item",
     "item_recurrence_local_loads": "local loads on loop-carried paths per work-item",
     "item_recurrence_global_loads": "global loads on loop-carried paths per work-item",
+    "item_serial_special": "special functions on paths through branch-serialized iterations "
+                           "per work-item",
+    "item_serial_local_loads": "local loads on paths through branch-serialized iterations "
+                               "per work-item",
+    "item_serial_global_loads": "global loads on paths through branch-serialized iterations "
+                                "per work-item",
 }
 
 
@@ -125,5 +135,7 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
              "item_flops": flops / work_items,
              "item_barriers": values.get("barrier", 0.0) / work_items,
              **{f"item_recurrence_{kind}": extent.get(f"recurrence_{kind}", 0.0) / work_items
-                for kind in RECURRENCE_KINDS}}
+                for kind in RECURRENCE_KINDS},
+             **{f"item_serial_{kind}": extent.get(f"serial_{kind}", 0.0) / work_items
+                for kind in SERIAL_KINDS}}
     return {**values, **{k: v for k, v in extra.items() if v}}

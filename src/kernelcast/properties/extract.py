@@ -49,7 +49,8 @@ from kernelcast.errors import (
 from kernelcast.kernel import PreparedKernel, prepare_kernel
 from kernelcast.properties.accesses import find_access_sites, lid0_stride, local_bank_passes
 from kernelcast.properties.footprint import Footprint, utilization
-from kernelcast.properties.recurrence import RECURRENCE_KINDS, recurrence_ops
+from kernelcast.properties.recurrence import (RECURRENCE_KINDS, SERIAL_KINDS, branching_loops,
+                                              recurrence_ops, serial_ops)
 from kernelcast.properties.result import AccessInfo, Properties
 from kernelcast.properties.vocabulary import (
     ACCESS_BITS,
@@ -123,10 +124,12 @@ class _Extraction:
         self.reference = self._reference_point(value_args)
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
         # for kernelcast's model: local-memory passes beyond one per access (bank
-        # conflicts) and operations on loop-carried paths (kernelcast.properties.recurrence)
+        # conflicts), operations on loop-carried paths and on the paths through iterations
+        # that a branch serializes (kernelcast.properties.recurrence)
         self.extent: dict[str, isl.PwQPolynomial] = {
             "local_conflicts": self.zero,
-            **{f"recurrence_{kind}": self.zero for kind in RECURRENCE_KINDS}}
+            **{f"recurrence_{kind}": self.zero for kind in RECURRENCE_KINDS},
+            **{f"serial_{kind}": self.zero for kind in SERIAL_KINDS}}
         self.local_size = tuple(
             evaluate(flatten(n), self.reference) for n in
             knl.get_grid_size_upper_bounds_as_exprs(self.ctab)[1])
@@ -236,6 +239,7 @@ class _Extraction:
 
     def run(self) -> Properties:
         sites = []  # (site, runs, domain, stride)
+        branching = branching_loops(self.knl)
         for insn in self.knl.instructions:
             if isinstance(insn, (NoOpInstruction, BarrierInstruction)):
                 continue
@@ -249,9 +253,11 @@ class _Extraction:
             runs = reached if fraction == 1 else reached.scale_val(
                 isl.Val(f"{fraction.numerator}/{fraction.denominator}"))
             self._count_ops(insn, runs)
-            for kind, per_run in recurrence_ops(self.knl, insn).items():
-                name = f"recurrence_{kind}"
-                self.extent[name] = self.extent[name] + runs.scale_val(isl.Val(per_run))
+            for prefix, ops in (("recurrence", recurrence_ops(self.knl, insn)),
+                                ("serial", serial_ops(self.knl, insn, branching))):
+                for kind, per_run in ops.items():
+                    name = f"{prefix}_{kind}"
+                    self.extent[name] = self.extent[name] + runs.scale_val(isl.Val(per_run))
             for site in find_access_sites(self.knl, insn):
                 site_runs = reached if site.in_condition else runs
                 if site.bits not in ACCESS_BITS:

@@ -11,7 +11,19 @@ and the multiply of the next steps can start early); in ``j = tile[j]`` the loca
 operations (for a float recurrence), special functions, and loads from local and global
 memory whose address depends on the recurrence. Integer arithmetic is not counted.
 
-Public names: RECURRENCE_KINDS, recurrence_ops.
+A loop whose body holds an instruction under a condition on the loop's own index
+(``if (j != i) acc += rsqrt(tile[j])``) has a branch in every iteration, and GPU
+compilers do not move a load above a branch: they unroll such a loop but leave each
+iteration in its own branch (the PTX in data/h100/ptx/ shows it for N-body and the
+``guarded`` microbenchmarks), so an iteration waits for its own loads and special
+functions too, not only for the step before. ``serial_ops(knl, insn)`` counts, per
+execution of a recurrence in such a loop, the loads and special functions on the longest
+path through one iteration, following the private temporaries the iteration computes
+(N-body: tile load → difference → square → sum over k → rsqrt → add). Flops on that path
+are left to the other counts: in a microbenchmark they cannot be told apart from the
+steps themselves.
+
+Public names: RECURRENCE_KINDS, SERIAL_KINDS, recurrence_ops, serial_ops.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from loopy.kernel.instruction import Assignment
 from loopy.symbolic import get_dependencies
 
 RECURRENCE_KINDS = ("flops", "special", "local_loads", "global_loads")
+SERIAL_KINDS = ("special", "local_loads", "global_loads")
 
 
 def _space(knl: lp.LoopKernel, name: str) -> str:
@@ -69,19 +82,103 @@ def _path(knl, expr, var: str, is_float: bool, counts: Counter) -> bool:
     return on
 
 
+def _sequential(knl: lp.LoopKernel, insn) -> set[str]:
+    return {i for i in insn.within_inames
+            if not knl.iname_tags_of_type(i, lp.kernel.data.HardwareConcurrentTag)}
+
+
+def _recurrence_var(knl: lp.LoopKernel, insn) -> str | None:
+    """The private scalar *insn* updates from itself inside a sequential loop, or None."""
+    if not isinstance(insn, Assignment) or not isinstance(insn.assignee, prim.Variable):
+        return None
+    var = insn.assignee.name
+    if (var not in knl.temporary_variables or not _sequential(knl, insn)
+            or var not in get_dependencies(insn.expression)):
+        return None
+    return var
+
+
 def recurrence_ops(knl: lp.LoopKernel, insn) -> Counter:
     """Operations on the loop-carried path of *insn*, per execution (empty if it is no
     recurrence)."""
-    if not isinstance(insn, Assignment) or not isinstance(insn.assignee, prim.Variable):
+    var = _recurrence_var(knl, insn)
+    if var is None:
         return Counter()
-    var = insn.assignee.name
-    temp = knl.temporary_variables.get(var)
-    sequential = [i for i in insn.within_inames
-                  if not knl.iname_tags_of_type(i, lp.kernel.data.HardwareConcurrentTag)]
-    if temp is None or not sequential or var not in get_dependencies(insn.expression):
-        return Counter()
+    temp = knl.temporary_variables[var]
     dtype = temp.dtype.numpy_dtype if temp.dtype not in (None, lp.auto) else None
     is_float = dtype is not None and np.issubdtype(dtype, np.floating)
     counts: Counter = Counter()
     _path(knl, insn.expression, var, is_float, counts)
     return counts
+
+
+def _carried(knl: lp.LoopKernel, insn, var: str) -> set[str]:
+    """The loops over which *var* carries from step to step: those of *insn* that do not
+    also enclose a fresh start of *var* (``acc_k = 0`` inside the j loop: acc_k carries
+    over k only)."""
+    starts = [w for w in knl.instructions if w.id != insn.id and var in w.assignee_var_names()
+              and var not in w.read_dependency_names()]
+    enclosing = set().union(*(_sequential(knl, w) for w in starts))
+    return _sequential(knl, insn) - enclosing
+
+
+def branching_loops(knl: lp.LoopKernel) -> frozenset[str]:
+    """Sequential loops with an instruction under a condition on the loop's own index: a
+    branch in every iteration."""
+    return frozenset(
+        iname for insn in knl.instructions for pred in insn.predicates
+        for iname in _sequential(knl, insn) & get_dependencies(pred))
+
+
+def _longest(paths) -> Counter:
+    return max(paths, key=lambda c: (sum(c.values()), c["global_loads"], c["local_loads"]),
+               default=Counter())
+
+
+class _SerialPath:
+    """Longest paths through one iteration of the loops *inames*, by expression."""
+
+    def __init__(self, knl: lp.LoopKernel, inames: set[str]):
+        self.knl, self.inames = knl, inames
+        self.writers = {}  # private temporaries written within the iteration
+        for insn in knl.instructions:
+            if (isinstance(insn, Assignment) and isinstance(insn.assignee, prim.Variable)
+                    and inames <= _sequential(knl, insn)
+                    and insn.assignee.name in knl.temporary_variables):
+                self.writers.setdefault(insn.assignee.name, []).append(insn)
+        self.visiting: set[str] = set()
+
+    def of_variable(self, name: str, own: str | None) -> Counter:
+        if name == own or name in self.visiting or name not in self.writers:
+            return Counter()
+        self.visiting.add(name)
+        path = _longest(self.of(w.expression, w.assignee.name) for w in self.writers[name])
+        self.visiting.discard(name)
+        return path
+
+    def of(self, expr, own: str | None) -> Counter:
+        if isinstance(expr, prim.Variable):
+            return self.of_variable(expr.name, own)
+        if not isinstance(expr, prim.ExpressionNode):
+            return Counter()
+        if isinstance(expr, prim.Subscript):
+            path = _longest(self.of(ix, own) for ix in expr.index_tuple)
+            kind = _space(self.knl, expr.aggregate.name)
+            return path + Counter({kind: 1}) if kind else path
+        path = _longest(self.of(child, own) for child in _children(expr))
+        if isinstance(expr, prim.Call):
+            path = path + Counter({"special": 1})
+        return path
+
+
+def serial_ops(knl: lp.LoopKernel, insn, loops: frozenset[str] | None = None) -> Counter:
+    """Loads and special functions on the longest path through one iteration of a loop
+    with a branch in every iteration, per execution of the recurrence *insn* in it (empty
+    for any other instruction). *loops* is branching_loops(knl), if known."""
+    var = _recurrence_var(knl, insn)
+    if var is None:
+        return Counter()
+    inames = _carried(knl, insn, var) & (branching_loops(knl) if loops is None else loops)
+    if not inames:
+        return Counter()
+    return +_SerialPath(knl, inames).of(insn.expression, var)

@@ -28,12 +28,19 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   today's GPUs). With few
   work-items these kernels take their operations' latencies, not their throughputs;
   ``global`` is also the pointer-chasing microbenchmark of the Hong–Kim model.
+- ``guarded``: each work-item sums m values, each step under a condition on the step
+  (``if (k != lid) acc += v``, the "skip myself" of pairwise kernels): ``local``
+  (v = tile[(lid + k) mod g]), ``special`` (v = rsqrt of that) and ``global``
+  (v = a[k, lid], coalesced, from a table of m×g values that stays in L2). Only the
+  add carries a step to the next; the condition, a branch in every iteration, keeps the
+  compiler from loading ahead, so a step also waits for its own load and rsqrt
+  (kernelcast.properties.recurrence).
 
 They were written after the validation and test kernels had shown these behaviours; no
 validation or test kernel is among them, and they are never evaluated on
 (docs/suites.md).
 
-Public names: EXTENSION, parallelism, reuse, local_reads, chain.
+Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from __future__ import annotations
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.symbolic import TypeCast
+from loopy.symbolic import TypeCast, parse
 
 from kernelcast.suites.kernels import _literal, _make, _split_1d
 from kernelcast.suites.suite import KernelClass, Suite
@@ -53,6 +60,7 @@ LOCAL_READS_COUNTS = (4, 16, 64, 256)
 CHAIN_VARIANTS = ("fma", "special", "local", "global")
 CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 MiB or more
 CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
+GUARDED_VARIANTS = ("local", "special", "global")
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
 
 
@@ -168,6 +176,36 @@ def chain(variant: str, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
+def guarded(variant: str, gsize=256, dtype=np.float32):
+    """Each work-item sums m values, each step under the condition k ≠ lid (see the module
+    docstring)."""
+    g = int(gsize)
+    item = f"{g}*go + li"
+    if variant in ("local", "special"):
+        value = f"tile[(li + k) & {g - 1}]"
+        value = f"rsqrt({value})" if variant == "special" else value
+        fill = [f"tile[li] = a[{item}] {{id=fill}}"]
+        args = [lp.TemporaryVariable("tile", dtype, shape=(g,),
+                                     address_space=lp.AddressSpace.LOCAL),
+                lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
+    elif variant == "global":
+        value, fill = "a[k, li]", []
+        args = [lp.GlobalArg("a", dtype, shape=("m", g))]
+    else:
+        raise ValueError(f"unknown guarded variant {variant!r}; known: {GUARDED_VARIANTS}")
+    k, li, acc = prim.Variable("k"), prim.Variable("li"), prim.Variable("acc")
+    step = lp.Assignment(acc, acc + parse(value),
+                         id="step", depends_on=frozenset({"init", *(["fill"] if fill else [])}),
+                         within_inames=frozenset({"go", "li", "k"}),
+                         predicates=frozenset({prim.Comparison(k, "!=", li)}))
+    instructions = [*fill, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}", step,
+                    f"out[{item}] = acc {{dep=step}}"]
+    knl = _make(_groups_of(g, "m"), instructions,
+                [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
+                name=f"guarded_{variant}", assumptions="ng >= 1 and m >= 1")
+    return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
+
+
 def _dtype(case):
     return np.dtype(case.dtype).type
 
@@ -193,6 +231,11 @@ def _chain_sizes(variant, p):
     array = {"N": CHAIN_ARRAY} if variant == "global" else {}
     return [{"ng": 2 ** (p + 3 * t), "m": 2 ** q, **array} for t in range(4)
             for q in (6, 9, 12) if 2 ** (p + 3 * t + 8 + q) <= 2 ** 27]
+
+
+def _guarded_sizes(variant, p):
+    """As the chain class: ng = 2^(p+3t) work-groups, m = 2^6, 2^9, 2^12 steps."""
+    return _chain_sizes("", p)
 
 
 def _ref_local_reads(case, args):
@@ -230,6 +273,19 @@ def _ref_chain(case, args):
     return {"out": j.astype(a.dtype)}
 
 
+def _ref_guarded(case, args):
+    a, m = args["a"], args["m"]
+    lanes, steps = np.arange(256), np.arange(m)
+    if case.variant == "global":
+        values = np.tile(a.T, (args["ng"], 1))  # work-item × step
+    else:
+        tiles = a.reshape(-1, 256)
+        values = tiles[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
+        values = 1 / np.sqrt(values) if case.variant == "special" else values
+    keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
+    return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
+
+
 def _ref_parallelism(case, args):
     if case.variant == "columns":
         return {"out": np.einsum("ki,ki->i", args["a"], args["b"])}
@@ -260,4 +316,8 @@ EXTENSION = Suite("extension", (
                 lambda c: chain(c.variant, c.group_size[0], _dtype(c)), _chain_sizes,
                 (0, 1), group_sizes=((256, 1),), reference=_ref_chain,
                 check_params={"ng": 2, "m": 50, "N": 2 ** 14}),
+    KernelClass("guarded", "kernelcast: a condition in every step (latency)", GUARDED_VARIANTS,
+                lambda c: guarded(c.variant, c.group_size[0], _dtype(c)), _guarded_sizes,
+                (0, 1), group_sizes=((256, 1),), reference=_ref_guarded,
+                check_params={"ng": 2, "m": 300}),
 ))

@@ -1,0 +1,13 @@
+#define lid(N) ((int) get_local_id(N))
+#define gid(N) ((int) get_group_id(N))
+
+__kernel void __attribute__ ((reqd_work_group_size(256, 1, 1))) guarded_global(__global float *__restrict__ out, __global float const *__restrict__ a, int const m, int const ng)
+{
+  float acc;
+
+  acc = 0.0f;
+  for (int k = 0; k <= -1 + m; ++k)
+    if (k != lid(0))
+      acc = acc + a[256 * k + lid(0)];
+  out[256 * gid(0) + lid(0)] = acc;
+}
