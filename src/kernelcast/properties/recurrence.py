@@ -139,7 +139,7 @@ class _SerialPath:
     """Longest paths through one iteration of the loops *inames*, by expression."""
 
     def __init__(self, knl: lp.LoopKernel, inames: set[str]):
-        self.knl, self.inames = knl, inames
+        self.knl = knl
         self.writers = {}  # private temporaries written within the iteration
         for insn in knl.instructions:
             if (isinstance(insn, Assignment) and isinstance(insn.assignee, prim.Variable)
