@@ -162,3 +162,16 @@ def test_measure_on_an_unknown_device_exits_2_in_one_line(tmp_path):
     assert line.startswith("kernelcast: error: no opencl device matches 'no-such-device'; "
                            "devices: Portable Computing Language: ")
     assert not db.exists()  # refused before a store is made
+
+
+def test_largest_p_of_only_the_chosen_classes(tmp_path):
+    # --p max names every class of the suite; with --classes only those are sized
+    from kernelcast.suites.paper import get_suite
+
+    db = tmp_path / "m.sqlite"
+    assert main(["measure", "--suite", "measurement-cpu", "--classes", "empty", "--p", "max",
+                 "--runs", "6", "--device", "portable", "--db", str(db)]) == 0
+    rows = read_measurements(db)
+    largest = max(get_suite("measurement-cpu").kernel_class("empty").p_choices)
+    assert len(rows) == 6
+    assert set(zip(rows["kernel_class"], rows["p"])) == {("empty", largest)}

@@ -139,14 +139,14 @@ def _cmd_measure(args) -> int:
             from kernelcast.suites.paper import get_suite
 
             suite = get_suite(args.suite)
+            classes = args.classes.split(",") if args.classes else None
             if args.p == ["max"]:
-                sizes = {c.name: max(c.p_choices) for c in suite.classes}
+                sizes = {c.name: max(c.p_choices) for c in suite.classes
+                         if classes is None or c.name in classes}
             else:
                 sizes = _pairs(args.p, _int, "--p")
-            result = measure_suite(
-                suite, backend, store, p=sizes,
-                dtypes=args.dtype, group_set=args.group_set,
-                classes=args.classes.split(",") if args.classes else None, **options)
+            result = measure_suite(suite, backend, store, p=sizes, dtypes=args.dtype,
+                                   group_set=args.group_set, classes=classes, **options)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
     print(f"done: {result.measured} measured ({counts or 'none'}), "
           f"{result.skipped} already in {args.db}")
