@@ -54,10 +54,26 @@ def test_kernelcast_features_of_a_matrix_vector_product():
     assert ext["bytes_read"] == (n * n + n) * 4
     assert ext["bytes_written"] == n * 4
     # each work-item reads a[j, i] (stride 1) and x[j] (stride 0) n times: 2n·n loads
-    assert ext["item_loads_coalesced"] == pytest.approx(2 * n * n / work_items)
-    assert ext["item_flops"] == pytest.approx(2 * n * n / work_items)
-    assert "item_loads_other" not in ext and "item_local_loads" not in ext
+    assert ext["item_loads_coalesced_32"] == pytest.approx(2 * n * n / work_items)
+    assert ext["item_flops_f32"] == pytest.approx(2 * n * n / work_items)
+    assert not {k for k in ext if k.startswith("item_") and k.endswith(("_64", "_f64"))}
+    assert "item_loads_other_32" not in ext and "item_local_loads_32" not in ext
     assert {k: v for k, v in ext.items() if k in paper} == paper
+    # the same kernel in float64: the same counts under the 64-bit names
+    ext64 = features(kc.extract_properties(matvec_cols(256, np.float64)), {"n": n},
+                     "kernelcast")
+    assert ext64["item_loads_coalesced_64"] == ext["item_loads_coalesced_32"]
+    assert ext64["item_flops_f64"] == ext["item_flops_f32"]
+    assert "item_loads_coalesced_32" not in ext64 and "item_flops_f32" not in ext64
+
+
+def test_special_functions_on_serial_paths_take_the_kernels_precision():
+    from kernelcast.suites.kernels import nbody
+
+    props = kc.extract_properties(nbody(256))
+    ext = features(props, {"n": 1024}, "kernelcast")
+    assert ext["item_serial_special_f32"] == pytest.approx(1024)  # one rsqrt per pair
+    assert "item_serial_special_f64" not in ext
 
 
 def test_the_kernelcast_model_needs_gpu_suites():
@@ -81,7 +97,8 @@ def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
     assert profile.model == "kernelcast"
     assert profile.fit["suites"] == ["measurement", "extension"]
     assert profile.fit["nonnegative"] and min(profile.weights.values()) >= 0
-    assert {"bytes_read", "item_loads_coalesced", "item_flops"} <= set(profile.weights)
+    assert {"bytes_read", "item_loads_coalesced_32", "item_flops_f32"} <= set(profile.weights)
+    assert profile.fit["criterion"].startswith("log error")
     with Store(H100) as store:
         table = table1(profile, store, "validation", cache)
     assert set(table.kernel_class) == {c.name for c in VALIDATION.classes}
@@ -90,7 +107,7 @@ def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
     knl = matvec_cols(256, np.float32)
     parts = kc.explain(knl, {"n": 8192}, profile)
     assert sum(parts.values()) == pytest.approx(kc.predict(knl, {"n": 8192}, profile))
-    assert parts["item_loads_coalesced"] > 0  # the one-work-item chain is charged
+    assert parts["item_loads_coalesced_32"] > 0  # the one-work-item chain is charged
 
     path = profile.save(tmp_path / "p.json")
     again = load_profile(path)

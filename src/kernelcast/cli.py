@@ -182,7 +182,7 @@ def _cmd_calibrate(args) -> int:
                               args.nonnegative, model=args.model, **_measure_options(args))
     fit = profile.fit
     print(f"profile written to {path}: {len(profile.weights)} weights from {fit['cases']} "
-          f"cases, training geometric-mean relative error "
+          f"cases ({fit['criterion']}), training geometric-mean relative error "
           f"{fit['training_geomean_rel_error']:.1%}")
     if fit["negative_weights"]:
         print(f"negative weights: {', '.join(fit['negative_weights'])}")

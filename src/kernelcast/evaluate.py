@@ -10,7 +10,7 @@ Relative error is |predicted − measured| / measured; summaries use the geometr
 the paper does.
 
 Public names: predict, explain, PropertyCache, case_from_row, dataset, fit_profile, table1,
-summarize, cross_validate, geometric_mean.
+summarize, cross_validate, geometric_mean, timing_noise.
 """
 
 from __future__ import annotations
@@ -104,8 +104,17 @@ def dataset(rows: list[dict], suite: str | tuple[str, ...], cache: PropertyCache
     return X, np.array(times), pd.DataFrame(info)
 
 
-def _fit(X, y, nonnegative):
-    return LinearModel(nonnegative=nonnegative).fit(X, y)
+def timing_noise(rows: list[dict], suites: tuple[str, ...], statuses=TIMED) -> float:
+    """The median over the timed rows of *suites* of median/minimum time − 1: how far a
+    repeated timing strays, the error below which a fit cannot tell misfit from noise
+    (about 1% on the H100 and H200). At least 0.1%."""
+    spreads = [row["median_s"] / row["min_s"] - 1 for row in rows
+               if row["suite"] in suites and row["status"] in statuses]
+    return max(float(np.median(spreads)), 1e-3) if spreads else 1e-3
+
+
+def _fit(X, y, nonnegative, log_scale=None):
+    return LinearModel(nonnegative=nonnegative, log_scale=log_scale).fit(X, y)
 
 
 def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
@@ -113,12 +122,15 @@ def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
                 model: str = "paper") -> Profile:
     """Fit *model* to the rows of *store* (a kernelcast Store) of measurement suite *suite*
     and, for the kernelcast model, of the extension suite. The kernelcast model is always
-    fitted with non-negative weights (kernelcast.models.features says why)."""
+    fitted with non-negative weights (kernelcast.models.features says why), in log space
+    at the store's timing noise (kernelcast.models.linear says why)."""
     suites = fit_suites(model, suite)
     nonnegative = nonnegative or model == "kernelcast"
-    X, y, _info = dataset(store.rows(), suites, cache, statuses, model)
+    rows = store.rows()
+    X, y, _info = dataset(rows, suites, cache, statuses, model)
+    log_scale = timing_noise(rows, suites, statuses) if model == "kernelcast" else None
     kind = model
-    model = _fit(X, y, nonnegative)
+    model = _fit(X, y, nonnegative, log_scale)
     errors = relative_errors(model.predict(X), y)
     identity = store.identity
     return Profile(
@@ -127,6 +139,8 @@ def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
         suite=suite, store=str(store.path.resolve()), model=kind,
         kernelcast_version=__version__,
         fit={"suites": list(suites), "cases": len(y), "nonnegative": nonnegative,
+             "criterion": ("relative least squares" if log_scale is None else
+                           f"log error, soft L1 at the timing noise {log_scale:.2%}"),
              "negative_weights": model.negative_weights_,
              "training_geomean_rel_error": geometric_mean(errors),
              "training_max_rel_error": float(errors.max())})
@@ -199,12 +213,14 @@ def cross_validate(store, suite: str = "measurement", nonnegative: bool = False,
     classes, predict the held-out one. Returns one row per measured case with its
     relative error."""
     nonnegative = nonnegative or model == "kernelcast"
-    X, y, info = dataset(store.rows(), fit_suites(model, suite), cache, model=model)
+    rows, suites = store.rows(), fit_suites(model, suite)
+    X, y, info = dataset(rows, suites, cache, model=model)
+    log_scale = timing_noise(rows, suites) if model == "kernelcast" else None
     parts = []
     for held_out in sorted(info.kernel_class.unique()):
         test = (info.kernel_class == held_out).to_numpy()
         train_X = X[~test].loc[:, (X[~test] != 0).any(axis=0)]
-        model = _fit(train_X, y[~test], nonnegative)
+        model = _fit(train_X, y[~test], nonnegative, log_scale)
         test_X = X[test].reindex(columns=train_X.columns, fill_value=0.0)
         unseen = [c for c in X.columns if c not in train_X.columns and (X[test][c] != 0).any()]
         predicted = model.predict(test_X)

@@ -17,7 +17,8 @@ conflict aside):
   tile whose rows are not a multiple of 32 words takes several passes per access.
 - *parallelism*: counts per work-item (``item_*``: global loads along the fast axis
   (strides 0 and 1) and otherwise, local loads, floating-point operations and barriers,
-  each total divided by the launch's work-items). A launch with fewer work-items than
+  each total divided by the launch's work-items, and split by width or precision as the
+  paper's totals are). A launch with fewer work-items than
   the device runs at once takes as long as one work-item's chain of operations, however
   small its totals; with many work-items these terms vanish beside the totals.
   ``item_recurrence_*`` count, per work-item, the operations on loop-carried paths
@@ -30,7 +31,8 @@ conflict aside):
 All are fitted from the paper's measurement suite together with kernelcast's extension
 suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
 the weights are non-negative, because without that constraint the collinear new terms
-take opposite signs and predictions outside the suite break down (docs/results.md).
+take opposite signs and predictions outside the suite break down (docs/results.md), and
+fitted in log space (kernelcast.models.linear).
 
 Public names: MODELS, EXTENDED_FEATURES, FEATURE_UNITS, check_model, fit_suites, features,
 extend.
@@ -44,27 +46,41 @@ from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
 
 MODELS = ("paper", "kernelcast")
 
-EXTENDED_FEATURES = ("bytes_read", "bytes_written", "local_conflicts", "item_loads_coalesced",
-                     "item_loads_other", "item_local_loads", "item_flops", "item_barriers",
-                     *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS),
-                     *(f"item_serial_{kind}" for kind in SERIAL_KINDS))
+_WIDTHS = ("32", "64")  # 128-bit accesses count with 64
+_PRECISIONS = ("f32", "f64")
+
+EXTENDED_FEATURES = (
+    "bytes_read", "bytes_written", "local_conflicts",
+    *(f"item_{kind}_{width}" for kind in ("loads_coalesced", "loads_other", "local_loads")
+      for width in _WIDTHS),
+    *(f"item_flops_{p}" for p in _PRECISIONS), "item_barriers",
+    *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS if kind != "special"),
+    *(f"item_recurrence_special_{p}" for p in _PRECISIONS),
+    *(f"item_serial_{kind}" for kind in SERIAL_KINDS if kind != "special"),
+    *(f"item_serial_special_{p}" for p in _PRECISIONS))
+
+_PER_ITEM = {
+    "loads_coalesced": "global loads of stride 0 or 1",
+    "loads_other": "other global loads",
+    "local_loads": "local-memory loads",
+}
 
 FEATURE_UNITS = {
     **UNITS,
     "bytes_read": "bytes of the global arrays the kernel reads",
     "bytes_written": "bytes of the global arrays the kernel writes",
     "local_conflicts": "local-memory passes beyond one per warp access (bank conflicts)",
-    "item_loads_coalesced": "global loads of stride 0 or 1 per work-item",
-    "item_loads_other": "other global loads per work-item",
-    "item_local_loads": "local-memory loads per work-item",
-    "item_flops": "floating-point operations per work-item",
+    **{f"item_{kind}_{width}": f"{what} of {width} bits{' or more' if width == '64' else ''} "
+       "per work-item" for kind, what in _PER_ITEM.items() for width in _WIDTHS},
+    **{f"item_flops_{p}": f"{p} floating-point operations per work-item" for p in _PRECISIONS},
     "item_barriers": "barriers per work-item",
     "item_recurrence_flops": "floating-point operations on loop-carried paths per work-item",
-    "item_recurrence_special": "special functions on loop-carried paths per work-item",
+    **{f"item_recurrence_special_{p}": f"{p} special functions on loop-carried paths per "
+       "work-item" for p in _PRECISIONS},
     "item_recurrence_local_loads": "local loads on loop-carried paths per work-item",
     "item_recurrence_global_loads": "global loads on loop-carried paths per work-item",
-    "item_serial_special": "special functions on paths through branch-serialized iterations "
-                           "per work-item",
+    **{f"item_serial_special_{p}": f"{p} special functions on paths through "
+       "branch-serialized iterations per work-item" for p in _PRECISIONS},
     "item_serial_local_loads": "local loads on paths through branch-serialized iterations "
                                "per work-item",
     "item_serial_global_loads": "global loads on paths through branch-serialized iterations "
@@ -114,28 +130,44 @@ def _moved(extent: dict[str, float], direction: str) -> float:
     return sum(min(extent[k], extent[f"{k} accessed"]) for k in arrays)
 
 
+def _precision_share(values: dict[str, float], ops: tuple[str, ...]) -> float:
+    """The f32 fraction of the kernel's operations *ops* (1 where it has none)."""
+    f32 = sum(values.get(f"{op}_f32", 0.0) for op in ops)
+    f64 = sum(values.get(f"{op}_f64", 0.0) for op in ops)
+    return f32 / (f32 + f64) if f32 + f64 else 1.0
+
+
+def _by_precision(name: str, total: float, share: float) -> dict[str, float]:
+    return {f"{name}_f32": total * share, f"{name}_f64": total * (1.0 - share)}
+
+
 def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, float]:
-    """The paper's property values plus kernelcast's features, from the extent."""
+    """The paper's property values plus kernelcast's features, from the extent.
+
+    Per-work-item counts are split by access width and precision, as the paper splits its
+    totals: on the H100 a work-item's 64-bit load chain takes 2.3 times as long as a
+    32-bit one, and an f64 rsqrt 1.4 times an f32 one. Counts on recurrence and serialized
+    paths are apportioned by the kernel's own f32/f64 totals of those operations."""
     work_items = extent["work_items"] or 1.0
-    coalesced = other = local = flops = 0.0
+    per_item = {name: 0.0 for name in EXTENDED_FEATURES if name.startswith("item_")}
     for name, value in values.items():
-        if name.startswith("load_global_"):
-            if name.endswith(("_s0", "_s1")):
-                coalesced += value
-            else:
-                other += value
-        elif name.startswith("load_local_"):
-            local += value
+        parts = name.split("_")
+        if parts[0] == "load" and parts[1] in ("global", "local"):
+            width = "32" if parts[2] == "32" else "64"
+            kind = ("local_loads" if parts[1] == "local" else "loads_coalesced"
+                    if parts[3] in ("s0", "s1") else "loads_other")
+            per_item[f"item_{kind}_{width}"] += value / work_items
         elif name in _FLOPS:
-            flops += value
+            per_item[f"item_flops_{parts[1]}"] += value / work_items
+    per_item["item_barriers"] = values.get("barrier", 0.0) / work_items
+    special = _precision_share(values, ("special", "pow"))
+    for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS)):
+        for kind in kinds:
+            count = extent.get(f"{prefix}_{kind}", 0.0) / work_items
+            if kind == "special":
+                per_item.update(_by_precision(f"item_{prefix}_special", count, special))
+            else:
+                per_item[f"item_{prefix}_{kind}"] = count
     extra = {"bytes_read": _moved(extent, "read"), "bytes_written": _moved(extent, "written"),
-             "local_conflicts": extent.get("local_conflicts", 0.0),
-             "item_loads_coalesced": coalesced / work_items,
-             "item_loads_other": other / work_items, "item_local_loads": local / work_items,
-             "item_flops": flops / work_items,
-             "item_barriers": values.get("barrier", 0.0) / work_items,
-             **{f"item_recurrence_{kind}": extent.get(f"recurrence_{kind}", 0.0) / work_items
-                for kind in RECURRENCE_KINDS},
-             **{f"item_serial_{kind}": extent.get(f"serial_{kind}", 0.0) / work_items
-                for kind in SERIAL_KINDS}}
+             "local_conflicts": extent.get("local_conflicts", 0.0), **per_item}
     return {**values, **{k: v for k, v in extra.items() if v}}
