@@ -13,6 +13,7 @@ import loopy as lp
 import numpy as np
 import pyopencl.cltypes as cltypes
 
+from kernelcast.suites import extension
 from kernelcast.suites import kernels as paper
 
 LANG = (2018, 2)
@@ -111,6 +112,14 @@ def nbody():
 
 def convolution():
     return paper.convolution(gsize=(4, 4))
+
+
+def intensity_local4():
+    return extension.intensity("local4", gsize=16)
+
+
+def intensity_global1_f64():
+    return extension.intensity("global1", gsize=16, dtype=np.float64)
 
 
 def _s1_1d(loads=1, stores=1):
@@ -220,6 +229,27 @@ ZOO = {
         "barrier": lambda p: 3 * cdiv(p["n"], 4) ** 2 * 16 * 6,
         "workgroup": lambda p: 3 * cdiv(p["n"], 4) ** 2, "launch": lambda p: 1},
         [{"n": 4}, {"n": 8}]),
+    # ng groups of 16 work-items, m steps each: p = ((c·v + c)·v + c)…, acc + p
+    "intensity_local4": (intensity_local4, {
+        "add_f32": lambda p: 5 * 16 * p["ng"] * p["m"],
+        "mul_f32": lambda p: 4 * 16 * p["ng"] * p["m"],
+        "load_global_32_s1": lambda p: 16 * p["ng"],
+        "store_global_32_s1": lambda p: 16 * p["ng"],
+        "minls_global_32_s1": lambda p: 16 * p["ng"],
+        "load_local_32": lambda p: 16 * p["ng"] * p["m"],
+        "store_local_32": lambda p: 16 * p["ng"],
+        "barrier": lambda p: 16 * p["ng"],
+        "workgroup": lambda p: p["ng"], "launch": lambda p: 1},
+        [{"ng": 1, "m": 5}, {"ng": 3, "m": 7}]),
+    # every group reads the same m×16 table a[k, li]
+    "intensity_global1_f64": (intensity_global1_f64, {
+        "add_f64": lambda p: 2 * 16 * p["ng"] * p["m"],
+        "mul_f64": lambda p: 16 * p["ng"] * p["m"],
+        "load_global_64_s1": lambda p: 16 * p["ng"] * p["m"],
+        "store_global_64_s1": lambda p: 16 * p["ng"],
+        "minls_global_64_s1": lambda p: 16 * p["ng"],
+        "workgroup": lambda p: p["ng"], "launch": lambda p: 1},
+        [{"ng": 1, "m": 5}, {"ng": 3, "m": 7}]),
 }
 
 # Strided access: every class of the amortized stride fraction, for loads and stores.

@@ -36,11 +36,18 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   compiler from loading ahead, so a step also waits for its own load and rsqrt
   (kernelcast.properties.recurrence).
 
+- ``intensity``: few to some work-groups, each work-item summing m values through a
+  polynomial of degree d (Horner: 2d + 1 flops per value), the values read from a local tile
+  (``local1``, ``local4``, ``local16``) or a coalesced global table (``global1`` …).
+  Everywhere else in the fitting suites a work-item that runs long does one or two flops
+  per load, so its loads and its flops cannot be told apart; here the ratio goes from 3
+  to 33. Only the add to the sum carries a step to the next.
+
 They were written after the validation and test kernels had shown these behaviours; no
 validation or test kernel is among them, and they are never evaluated on
 (docs/suites.md).
 
-Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded.
+Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded, intensity.
 """
 
 from __future__ import annotations
@@ -61,6 +68,10 @@ CHAIN_VARIANTS = ("fma", "special", "local", "global")
 CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 MiB or more
 CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
 GUARDED_VARIANTS = ("local", "special", "global")
+INTENSITY_DEGREES = (1, 4, 16)
+INTENSITY_VARIANTS = tuple(f"{source}{d}" for source in ("local", "global")
+                           for d in INTENSITY_DEGREES)
+INTENSITY_COEFFICIENT = 0.25  # of every Horner step: p = p·v + c, from p = c
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
 
 
@@ -206,6 +217,41 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
+def _horner(value: str, degree: int, dtype) -> str:
+    c = _literal(INTENSITY_COEFFICIENT, dtype)
+    poly = c
+    for _ in range(degree):
+        poly = f"({poly})*{value} + {c}"
+    return poly
+
+
+def intensity(variant: str, gsize=256, dtype=np.float32):
+    """Each work-item sums a degree-d polynomial of m values (see the module docstring)."""
+    g = int(gsize)
+    if variant not in INTENSITY_VARIANTS:
+        raise ValueError(f"unknown intensity variant {variant!r}; known: "
+                         f"{INTENSITY_VARIANTS}")
+    source, degree = variant.rstrip("0123456789"), int(variant.lstrip("abcdefghijklmnopqrstuvwxyz"))
+    item = f"{g}*go + li"
+    if source == "local":
+        fill = [f"tile[li] = a[{item}] {{id=fill}}"]
+        load = f"<> v = tile[(li + k) & {g - 1}] {{id=load, dep=fill, inames=go:li:k}}"
+        args = [lp.TemporaryVariable("tile", dtype, shape=(g,),
+                                     address_space=lp.AddressSpace.LOCAL),
+                lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
+    else:
+        fill, load = [], "<> v = a[k, li] {id=load, inames=go:li:k}"
+        args = [lp.GlobalArg("a", dtype, shape=("m", g))]
+    instructions = [*fill, load, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}",
+                    f"acc = acc + {_horner('v', degree, dtype)} "
+                    "{id=step, dep=init:load, inames=go:li:k}",
+                    f"out[{item}] = acc {{dep=step}}"]
+    knl = _make(_groups_of(g, "m"), instructions,
+                [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
+                name=f"intensity_{variant}", assumptions="ng >= 1 and m >= 1")
+    return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
+
+
 def _dtype(case):
     return np.dtype(case.dtype).type
 
@@ -236,6 +282,11 @@ def _chain_sizes(variant, p):
 def _guarded_sizes(variant, p):
     """As the chain class: ng = 2^(p+3t) work-groups, m = 2^6, 2^9, 2^12 steps."""
     return _chain_sizes("", p)
+
+
+def _intensity_sizes(variant, p):
+    """As the chain class, with at most 2^25 values in all (2^29 flops at degree 16)."""
+    return [s for s in _chain_sizes("", p) if s["ng"] * 256 * s["m"] <= 2 ** 25]
 
 
 def _ref_local_reads(case, args):
@@ -286,6 +337,20 @@ def _ref_guarded(case, args):
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
 
+def _ref_intensity(case, args):
+    a, m = args["a"], args["m"]
+    one = a.dtype.type
+    lanes, steps = np.arange(256), np.arange(m)
+    if case.variant.startswith("global"):
+        values = np.tile(a.T, (args["ng"], 1))  # work-item × step
+    else:
+        values = a.reshape(-1, 256)[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
+    poly = np.full_like(values, one(INTENSITY_COEFFICIENT))
+    for _ in range(int(case.variant.lstrip("abcdefghijklmnopqrstuvwxyz"))):
+        poly = poly * values + one(INTENSITY_COEFFICIENT)
+    return {"out": poly.sum(axis=1, dtype=a.dtype)}
+
+
 def _ref_parallelism(case, args):
     if case.variant == "columns":
         return {"out": np.einsum("ki,ki->i", args["a"], args["b"])}
@@ -319,5 +384,10 @@ EXTENSION = Suite("extension", (
     KernelClass("guarded", "kernelcast: a condition in every step (latency)", GUARDED_VARIANTS,
                 lambda c: guarded(c.variant, c.group_size[0], _dtype(c)), _guarded_sizes,
                 (0, 1), group_sizes=((256, 1),), reference=_ref_guarded,
+                check_params={"ng": 2, "m": 300}),
+    KernelClass("intensity", "kernelcast: flops per load of long-running work-items",
+                INTENSITY_VARIANTS,
+                lambda c: intensity(c.variant, c.group_size[0], _dtype(c)), _intensity_sizes,
+                (0, 1), group_sizes=((256, 1),), reference=_ref_intensity,
                 check_params={"ng": 2, "m": 300}),
 ))
