@@ -2,10 +2,10 @@
 
 1. predict: mean wall time of kernelcast.predict for a kernel whose properties are already
    extracted (Properties.evaluate + the inner product with the profile), for the paper's
-   test kernels at new sizes each call, with the H100 profile in data/profiles. Target
-   <= 50 µs.
-2. fit: wall time of fitting the H100 profile from data/h100/opencl.sqlite (property
-   extraction of ~110 kernels included, then without it).
+   test kernels at new sizes each call, with the H100 profiles of both models in
+   data/profiles. Target <= 50 µs.
+2. fit: wall time of fitting both models' H100 profiles from data/h100/opencl.sqlite
+   (property extraction of the suites' kernels included, then without it).
 3. calibration: wall time of `kernelcast calibrate` on this machine's best OpenCL device in
    a fresh folder (PoCL without a GPU: the measurement-cpu suite), unless --no-calibrate;
    and the device time the H100 campaigns took, from the stores' timestamps.
@@ -46,26 +46,30 @@ def main():
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    profile = kc.load_profile(ROOT / "data/profiles/nvidia-h100-80gb-hbm3-opencl.json")
     print("\npredict with properties extracted beforehand:")
-    for name, (build, sizes) in KERNELS.items():
-        props = kc.extract_properties(build())
-        start = time.perf_counter()
-        for i in range(args.calls):
-            kc.predict(props, sizes(i % 1000), profile)
-        per_call = (time.perf_counter() - start) / args.calls
-        print(f"  {name:<20} {per_call * 1e6:6.1f} µs per prediction")
+    for model, suffix in (("paper", ""), ("kernelcast", "-kernelcast")):
+        profile = kc.load_profile(
+            ROOT / f"data/profiles/nvidia-h100-80gb-hbm3-opencl{suffix}.json")
+        for name, (build, sizes) in KERNELS.items():
+            props = kc.extract_properties(build())
+            start = time.perf_counter()
+            for i in range(args.calls):
+                kc.predict(props, sizes(i % 1000), profile)
+            per_call = (time.perf_counter() - start) / args.calls
+            print(f"  {model:<10} {name:<20} {per_call * 1e6:6.1f} µs per prediction")
 
     with Store(ROOT / "data/h100/opencl.sqlite") as store:
         cache = PropertyCache()
-        start = time.perf_counter()
-        fitted = fit_profile(store, cache=cache)
-        first = time.perf_counter() - start
-        start = time.perf_counter()
-        fit_profile(store, cache=cache)
-        again = time.perf_counter() - start
-    print(f"\nfit of the H100 profile ({fitted.fit['cases']} cases): {first:.1f} s with "
-          f"property extraction, {again:.2f} s without")
+        for model in ("paper", "kernelcast"):
+            start = time.perf_counter()
+            fitted = fit_profile(store, cache=cache, model=model)
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            fit_profile(store, cache=cache, model=model)
+            again = time.perf_counter() - start
+            print(f"\nfit of the H100 {model} profile ({fitted.fit['cases']} cases): "
+                  f"{first:.1f} s with property extraction of what it has not seen, "
+                  f"{again:.2f} s without")
 
     for backend in ("opencl", "cuda"):
         frame = read_measurements(ROOT / f"data/h100/{backend}.sqlite")

@@ -40,6 +40,8 @@ extend.
 
 from __future__ import annotations
 
+import functools
+
 from kernelcast.errors import KernelcastError
 from kernelcast.properties.recurrence import RECURRENCE_KINDS, SERIAL_KINDS
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
@@ -110,24 +112,42 @@ def fit_suites(model: str, suite: str) -> tuple[str, ...]:
 
 def features(props, params, model: str = "paper") -> dict[str, float]:
     """The values *model* weighs for a kernel (its Properties) at *params*."""
-    values = props.evaluate(params)
     if check_model(model) == "paper":
-        return values
-    extent = props.extent(params)
+        return props.evaluate(params)
+    values, extent = props.evaluate_with_extent(params)
     if not extent:
         raise KernelcastError(f"the properties of {props.kernel_name!r} lack the extent "
                               "the kernelcast model needs; extract them again")
     return extend(values, extent)
 
 
+@functools.lru_cache(maxsize=1024)
+def _arrays(names: tuple[str, ...], direction: str) -> tuple[str, ...]:
+    return tuple(k for k in names if k.startswith(f"{direction} ")
+                 and not k.endswith(" accessed"))
+
+
 def _moved(extent: dict[str, float], direction: str) -> float:
     """Σ over arrays of min(array bytes, bytes accessed), or the arrays' bytes for
     properties extracted before the per-array counts existed."""
-    arrays = [k for k in extent if k.startswith(f"{direction} ") and
-              not k.endswith(" accessed")]
+    arrays = _arrays(tuple(extent), direction)
     if not arrays:
         return extent[f"bytes_{direction}"]
     return sum(min(extent[k], extent[f"{k} accessed"]) for k in arrays)
+
+
+@functools.lru_cache(maxsize=1024)
+def _per_item_feature(name: str) -> str | None:
+    """The per-work-item feature a paper property adds to, if any."""
+    parts = name.split("_")
+    if parts[0] == "load" and parts[1] in ("global", "local"):
+        width = "32" if parts[2] == "32" else "64"
+        kind = ("local_loads" if parts[1] == "local" else "loads_coalesced"
+                if parts[3] in ("s0", "s1") else "loads_other")
+        return f"item_{kind}_{width}"
+    if name in _FLOPS:
+        return f"item_flops_{parts[1]}"
+    return None
 
 
 def _precision_share(values: dict[str, float], ops: tuple[str, ...]) -> float:
@@ -151,14 +171,9 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
     work_items = extent["work_items"] or 1.0
     per_item = {name: 0.0 for name in EXTENDED_FEATURES if name.startswith("item_")}
     for name, value in values.items():
-        parts = name.split("_")
-        if parts[0] == "load" and parts[1] in ("global", "local"):
-            width = "32" if parts[2] == "32" else "64"
-            kind = ("local_loads" if parts[1] == "local" else "loads_coalesced"
-                    if parts[3] in ("s0", "s1") else "loads_other")
-            per_item[f"item_{kind}_{width}"] += value / work_items
-        elif name in _FLOPS:
-            per_item[f"item_flops_{parts[1]}"] += value / work_items
+        feature = _per_item_feature(name)
+        if feature:
+            per_item[feature] += value / work_items
     per_item["item_barriers"] = values.get("barrier", 0.0) / work_items
     special = _precision_share(values, ("special", "pow"))
     for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS)):

@@ -43,13 +43,18 @@ class Profile:
     def contributions(self, values: dict[str, float]) -> dict[str, float]:
         """Seconds per nonzero property of *values*; sums to the prediction. Nonzero
         properties the profile has no weight for are left out with an UncountedWarning."""
-        missing = sorted(k for k, v in values.items() if v and k not in self.weights)
+        weights, parts, missing = self.weights, {}, []
+        for name, value in values.items():
+            if value:
+                if name in weights:
+                    parts[name] = weights[name] * value
+                else:
+                    missing.append(name)
         if missing:
-            warnings.warn(f"the profile for {self.device} has no weight for {missing} (no "
-                          "measurement kernel exercised them); they count as zero",
+            warnings.warn(f"the profile for {self.device} has no weight for {sorted(missing)} "
+                          "(no measurement kernel exercised them); they count as zero",
                           UncountedWarning, stacklevel=3)
-        return {name: w * values[name] for name, w in self.weights.items()
-                if values.get(name)}
+        return parts
 
     def predict_values(self, values: dict[str, float]) -> float:
         return float(sum(self.contributions(values).values()))

@@ -23,10 +23,16 @@ def _aff_source(aff: isl.Aff) -> str:
     return _stringify(aff_to_expr(aff))
 
 
-def qpolynomial_source(qp: isl.QPolynomial) -> str:
+def qpolynomial_source(qp: isl.QPolynomial, divs: dict[str, str] | None = None) -> str:
     """Python source of a quasi-polynomial: exact integer arithmetic inside the floor
     divisions, one true division by the common denominator of the coefficients last (the
-    value is fractional when data statistics are fractional)."""
+    value is fractional when data statistics are fractional). With *divs*, each distinct
+    floor division and power becomes a local name (recorded there: source -> name),
+    computed once by compile_evaluator however many terms and properties use it."""
+
+    def shared(src: str) -> str:
+        return src if divs is None else divs.setdefault(src, f"_d{len(divs)}")
+
     terms = []
     for term in qp.get_terms():
         coeff = Fraction(str(term.get_coefficient_val()))
@@ -36,12 +42,12 @@ def qpolynomial_source(qp: isl.QPolynomial) -> str:
                 exp = term.get_exp(dt, i)
                 if exp:
                     name = qp.space.get_dim_name(dt, i)
-                    factors.append(name if exp == 1 else f"{name}**{exp}")
+                    factors.append(name if exp == 1 else shared(f"{name}**{exp}"))
         for i in range(term.dim(isl.dim_type.div)):
             exp = term.get_exp(isl.dim_type.div, i)
             if exp:
-                src = f"({_aff_source(term.get_div(i))})"
-                factors.append(src if exp == 1 else f"{src}**{exp}")
+                src = shared(f"({_aff_source(term.get_div(i))})")
+                factors.append(src if exp == 1 else shared(f"{src}**{exp}"))
         terms.append((coeff, factors))
     if not terms:
         return "0"
@@ -69,22 +75,25 @@ def set_source(s: isl.Set | isl.BasicSet) -> str:
     return " or ".join(f"({d})" for d in disjuncts)
 
 
-def pwqpolynomial_source(pwqp: isl.PwQPolynomial) -> str:
-    """Python source of a piecewise quasi-polynomial; zero outside its pieces, as in isl."""
+def pwqpolynomial_source(pwqp: isl.PwQPolynomial, divs: dict[str, str] | None = None) -> str:
+    """Python source of a piecewise quasi-polynomial; zero outside its pieces, as in isl.
+    *divs* as for qpolynomial_source."""
     result = "0"
     for piece_set, qp in reversed(pwqp.get_pieces()):
-        value = qpolynomial_source(qp)
+        value = qpolynomial_source(qp, divs)
         cond = set_source(piece_set)
         result = value if cond == "(True)" and result == "0" else (
             f"({value} if {cond} else {result})")
     return result
 
 
-def compile_evaluator(param_names, sources, name="evaluate"):
-    """Compile ``f(*params) -> tuple`` returning the value of each source expression."""
+def compile_evaluator(param_names, sources, name="evaluate", divs=None):
+    """Compile ``f(*params) -> tuple`` returning the value of each source expression;
+    *divs* (source -> local name) are computed first."""
     args = ", ".join(param_names)
     body = ",\n        ".join(sources)
-    code = f"def {name}({args}):\n    return (\n        {body},\n    )\n"
+    locals_ = "".join(f"    {local} = {src}\n" for src, local in (divs or {}).items())
+    code = f"def {name}({args}):\n{locals_}    return (\n        {body},\n    )\n"
     namespace: dict = {}
     exec(compile(code, f"<kernelcast {name}>", "exec"), namespace)  # noqa: S102
     fn = namespace[name]

@@ -60,16 +60,20 @@ class Properties:
         self._arg_names = (*params, *sorted(k for k in statistics if k in _param_names(
             counts)))
         base_names = tuple(counts)
+        divs: dict[str, str] = {}
         fn = compile_evaluator(self._arg_names,
-                               [pwqpolynomial_source(counts[n]) for n in base_names])
+                               [pwqpolynomial_source(counts[n], divs) for n in base_names],
+                               divs=divs)
         self._base_names = base_names
         self._fn = fn
         self._minls_index = [(n, base_names.index(a), base_names.index(b))
                              for n, (a, b) in minls.items()]
         self._extent_names = tuple(extent or ())
+        divs = {}
         self._extent_fn = compile_evaluator(
-            self._arg_names, [pwqpolynomial_source(extent[n]) for n in self._extent_names],
-            name="extent") if extent else None
+            self._arg_names, [pwqpolynomial_source(extent[n], divs)
+                              for n in self._extent_names], name="extent",
+            divs=divs) if extent else None
         guard = set_source(assumptions) if not assumptions.is_universe() else "True"
         self._guard = compile_evaluator(self._arg_names, [guard], name="assumptions_hold")
 
@@ -100,6 +104,10 @@ class Properties:
 
     def check_params(self, params) -> tuple[int, ...]:
         """Validate *params* and return their values in ``self.params`` order."""
+        if type(params) is dict and len(params) == len(self.params):  # the common case
+            values = tuple(params.get(name) for name in self.params)
+            if all(type(v) is int and v >= 0 for v in values):
+                return values
         if not hasattr(params, "keys"):
             raise ParameterError(f"parameters must be a mapping of name to size, got "
                                  f"{type(params).__name__}")
@@ -137,11 +145,21 @@ class Properties:
 
     def evaluate(self, params) -> dict[str, float]:
         """Every property in ``names`` at the given sizes, as floats."""
-        values = self._fn(*self._arguments(params))
+        return self._values(self._arguments(params))
+
+    def _values(self, args) -> dict[str, float]:
+        values = self._fn(*args)
         result = dict(zip(self._base_names, map(float, values)))
         for name, i, j in self._minls_index:
             result[name] = float(min(values[i], values[j]))
         return {name: result[name] for name in self.names}
+
+    def evaluate_with_extent(self, params) -> tuple[dict[str, float], dict[str, float]]:
+        """``(evaluate(params), extent(params))``, checking *params* once."""
+        args = self._arguments(params)
+        extent = ({} if self._extent_fn is None else
+                  dict(zip(self._extent_names, map(float, self._extent_fn(*args)), strict=True)))
+        return self._values(args), extent
 
     def extent(self, params) -> dict[str, float]:
         """What kernelcast's extended model adds (kernelcast.models.features): the
