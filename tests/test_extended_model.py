@@ -140,3 +140,24 @@ def test_calibrating_the_kernelcast_model_on_a_cpu_is_refused_before_measuring(
                  "--db", str(db)]) == 2
     assert "--model paper" in capsys.readouterr().err
     assert not db.exists()
+
+
+def test_the_default_model_is_kernelcasts_on_gpus_and_the_papers_on_cpus():
+    from kernelcast.models.features import default_model
+
+    assert default_model("measurement") == "kernelcast"
+    assert default_model("measurement-cpu") == "paper"
+
+
+def test_evaluate_cross_validates_the_model_of_the_profile(capsys):
+    """`evaluate --cv` of a kernelcast profile holds out the classes it was fitted on,
+    the extension classes among them, and refits kernelcast's model (not the paper's)."""
+    from kernelcast.cli import main
+
+    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-kernelcast.json"
+    assert main(["evaluate", "--profile", profile, "--no-measure", "--cv"]) == 0
+    out = capsys.readouterr().out
+    cv = out[out.index("leave-one-class-out"):]
+    assert "guarded" in cv and "intensity" not in cv  # measured classes only
+    overall = [line for line in cv.splitlines() if line.lstrip().startswith("overall")][0]
+    assert float(overall.split()[2].rstrip("%")) < 100  # the paper's model: 610%

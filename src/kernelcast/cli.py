@@ -171,7 +171,8 @@ def _print_evaluation(profile, table, summary, cv_summary=None) -> None:
         print(f"\nnegative weights (the paper's unconstrained fit allows them): "
               f"{', '.join(profile.fit['negative_weights'])}; --nonnegative forbids them")
     if cv_summary is not None:
-        print("\nleave-one-class-out cross-validation over the measurement classes\n")
+        print("\nleave-one-class-out cross-validation over the classes the profile was "
+              "fitted on\n")
         print(format_summary(cv_summary))
 
 
@@ -276,7 +277,7 @@ def _cmd_evaluate(args) -> int:
     cv_summary = None
     if args.cv:
         with Store(args.db or profile.store) as store:
-            cv_summary = summarize(cross_validate(store, profile.suite, cache=cache))
+            cv_summary = summarize(cross_validate(store, profile.suite, cache=cache, model=profile.model))
     _print_evaluation(profile, table, summary, cv_summary)
     return 0
 
@@ -324,7 +325,7 @@ def _cmd_report(args) -> int:
     cache = PropertyCache()
     table, summary = evaluate_profile(profile, args.db, False, cache=cache)
     with Store(args.db or profile.store) as store:
-        cv = cross_validate(store, profile.suite, cache=cache)
+        cv = cross_validate(store, profile.suite, cache=cache, model=profile.model)
     breakdowns = {}
     for kclass in get_suite(TEST_SUITE_OF.get(profile.suite, "test")).classes:
         largest = table[table.kernel_class == kclass.name].sort_values("measured_s").tail(1)
@@ -348,9 +349,10 @@ def _cmd_demo(args) -> int:
     from kernelcast.measure.store import Store
     from kernelcast.workflow import calibrate, evaluate_profile
 
-    print("kernelcast demo: calibrate the best device present with the paper's measurement "
-          "suite, then predict the paper's test kernels (Stevens & Klöckner §4-5)\n",
-          flush=True)
+    print("kernelcast demo: calibrate the best device present (a GPU: the paper's measurement "
+          "suite and kernelcast's extension suite, for kernelcast's model; a CPU: the paper's "
+          "suite at CPU sizes, for the paper's model), then predict the paper's test kernels "
+          "(Stevens & Klöckner §4-5)\n", flush=True)
     cache = PropertyCache()
     start = time.perf_counter()
     profile, path = calibrate(args.device, args.backend, cache=cache)
@@ -358,7 +360,7 @@ def _cmd_demo(args) -> int:
           flush=True)
     table, summary = evaluate_profile(profile, cache=cache)
     with Store(profile.store) as store:
-        cv_summary = summarize(cross_validate(store, profile.suite, cache=cache))
+        cv_summary = summarize(cross_validate(store, profile.suite, cache=cache, model=profile.model))
     print()
     _print_evaluation(profile, table, summary, cv_summary)
     return 0
@@ -428,9 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="where to write the profile (default: beside the store)")
     p.add_argument("--suite", help="measurement (GPU default) or measurement-cpu (CPU default)")
     p.add_argument("--nonnegative", action="store_true", help="fit non-negative weights")
-    p.add_argument("--model", default="paper", choices=MODELS,
-                   help="paper: the paper's properties; kernelcast: plus data volume and "
-                        "per-work-item terms, fitted with the extension suite too (GPUs)")
+    p.add_argument("--model", choices=MODELS,
+                   help="paper: the paper's properties (the baseline); kernelcast: plus data "
+                        "volume, bank conflicts and per-work-item terms, fitted with the "
+                        "extension suite too (GPUs only). Default: kernelcast on a GPU, "
+                        "paper on a CPU")
     timing_args(p)
     p.set_defaults(run=_cmd_calibrate)
 

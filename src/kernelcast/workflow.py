@@ -20,7 +20,7 @@ from kernelcast.measure.backends import make_backend
 from kernelcast.measure.campaign import STDERR, measure_suite
 from kernelcast.measure.devices import find_device
 from kernelcast.measure.store import Store
-from kernelcast.models.features import fit_suites
+from kernelcast.models.features import default_model, fit_suites
 from kernelcast.models.profile import Profile
 from kernelcast.suites.paper import TEST_SUITE_OF, get_suite
 
@@ -37,13 +37,15 @@ def default_paths(device: str, backend: str, root="kernelcast-data") -> tuple[Pa
 
 def calibrate(device: str | None = None, backend: str = "opencl", db=None, profile_path=None,
               suite: str | None = None, nonnegative: bool = False, progress=STDERR,
-              cache: PropertyCache | None = None, model: str = "paper",
+              cache: PropertyCache | None = None, model: str | None = None,
               **options) -> tuple[Profile, Path]:
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
-    else *model* is fitted from, fit, save."""
+    else *model* (default: kernelcast's on a GPU, the paper's otherwise) is fitted from,
+    fit, save."""
     runner = make_backend(backend, device)
     if suite is None:
         suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
+    model = model or default_model(suite)
     suites = fit_suites(model, suite)
     store_path, default_profile = default_paths(runner.device.name, runner.name)
     db = Path(db or store_path)

@@ -34,8 +34,8 @@ the weights are non-negative, because without that constraint the collinear new 
 take opposite signs and predictions outside the suite break down (docs/results.md), and
 fitted in log space (kernelcast.models.linear).
 
-Public names: MODELS, EXTENDED_FEATURES, FEATURE_UNITS, check_model, fit_suites, features,
-extend.
+Public names: MODELS, EXTENDED_FEATURES, FEATURE_UNITS, check_model, default_model,
+fit_suites, features, extend.
 """
 
 from __future__ import annotations
@@ -97,6 +97,13 @@ def check_model(model: str) -> str:
     if model not in MODELS:
         raise KernelcastError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
     return model
+
+
+def default_model(suite: str) -> str:
+    """kernelcast's model where it can be fitted (the GPU measurement suite, with the
+    extension suite): better than the paper's on the test, validation and held-out kernels
+    of both GPUs (docs/results.md). The paper's elsewhere (CPU sizes)."""
+    return "kernelcast" if suite == "measurement" else "paper"
 
 
 def fit_suites(model: str, suite: str) -> tuple[str, ...]:
