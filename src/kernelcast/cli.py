@@ -277,7 +277,8 @@ def _cmd_evaluate(args) -> int:
     cv_summary = None
     if args.cv:
         with Store(args.db or profile.store) as store:
-            cv_summary = summarize(cross_validate(store, profile.suite, cache=cache, model=profile.model))
+            cv_summary = summarize(cross_validate(store, profile.suite, cache=cache,
+                                                  model=profile.model))
     _print_evaluation(profile, table, summary, cv_summary)
     return 0
 
@@ -360,7 +361,8 @@ def _cmd_demo(args) -> int:
           flush=True)
     table, summary = evaluate_profile(profile, cache=cache)
     with Store(profile.store) as store:
-        cv_summary = summarize(cross_validate(store, profile.suite, cache=cache, model=profile.model))
+        cv_summary = summarize(cross_validate(store, profile.suite, cache=cache,
+                                              model=profile.model))
     print()
     _print_evaluation(profile, table, summary, cv_summary)
     return 0

@@ -172,7 +172,7 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
     """The paper's property values plus kernelcast's features, from the extent.
 
     Per-work-item counts are split by access width and precision, as the paper splits its
-    totals: on the H100 a work-item's 64-bit load chain takes 2.3 times as long as a
+    totals: on the H100 a work-item's 64-bit load chain takes up to 2.3 times as long as a
     32-bit one, and an f64 rsqrt 1.4 times an f32 one. Counts on recurrence and serialized
     paths are apportioned by the kernel's own f32/f64 totals of those operations."""
     work_items = extent["work_items"] or 1.0

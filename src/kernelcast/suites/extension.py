@@ -69,8 +69,9 @@ CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 Mi
 CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
 GUARDED_VARIANTS = ("local", "special", "global")
 INTENSITY_DEGREES = (1, 4, 16)
-INTENSITY_VARIANTS = tuple(f"{source}{d}" for source in ("local", "global")
-                           for d in INTENSITY_DEGREES)
+_INTENSITY = {f"{source}{d}": (source, d) for source in ("local", "global")
+              for d in INTENSITY_DEGREES}  # variant -> (where values come from, degree)
+INTENSITY_VARIANTS = tuple(_INTENSITY)
 INTENSITY_COEFFICIENT = 0.25  # of every Horner step: p = p·v + c, from p = c
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
 
@@ -231,7 +232,7 @@ def intensity(variant: str, gsize=256, dtype=np.float32):
     if variant not in INTENSITY_VARIANTS:
         raise ValueError(f"unknown intensity variant {variant!r}; known: "
                          f"{INTENSITY_VARIANTS}")
-    source, degree = variant.rstrip("0123456789"), int(variant.lstrip("abcdefghijklmnopqrstuvwxyz"))
+    source, degree = _INTENSITY[variant]
     item = f"{g}*go + li"
     if source == "local":
         fill = [f"tile[li] = a[{item}] {{id=fill}}"]
@@ -324,31 +325,33 @@ def _ref_chain(case, args):
     return {"out": j.astype(a.dtype)}
 
 
+def _step_values(args, from_global: bool):
+    """work-item × step: a[k, lid] of the m×256 table, or tile[(lid + k) mod 256] of the
+    work-item's group."""
+    a, m = args["a"], args["m"]
+    if from_global:
+        return np.tile(a.T, (args["ng"], 1))
+    lanes, steps = np.arange(256), np.arange(m)
+    return a.reshape(-1, 256)[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
+
+
 def _ref_guarded(case, args):
     a, m = args["a"], args["m"]
     lanes, steps = np.arange(256), np.arange(m)
-    if case.variant == "global":
-        values = np.tile(a.T, (args["ng"], 1))  # work-item × step
-    else:
-        tiles = a.reshape(-1, 256)
-        values = tiles[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
-        values = 1 / np.sqrt(values) if case.variant == "special" else values
+    values = _step_values(args, case.variant == "global")
+    values = 1 / np.sqrt(values) if case.variant == "special" else values
     keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
 
 def _ref_intensity(case, args):
-    a, m = args["a"], args["m"]
-    one = a.dtype.type
-    lanes, steps = np.arange(256), np.arange(m)
-    if case.variant.startswith("global"):
-        values = np.tile(a.T, (args["ng"], 1))  # work-item × step
-    else:
-        values = a.reshape(-1, 256)[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
+    one = args["a"].dtype.type
+    source, degree = _INTENSITY[case.variant]
+    values = _step_values(args, source == "global")
     poly = np.full_like(values, one(INTENSITY_COEFFICIENT))
-    for _ in range(int(case.variant.lstrip("abcdefghijklmnopqrstuvwxyz"))):
+    for _ in range(degree):
         poly = poly * values + one(INTENSITY_COEFFICIENT)
-    return {"out": poly.sum(axis=1, dtype=a.dtype)}
+    return {"out": poly.sum(axis=1, dtype=args["a"].dtype)}
 
 
 def _ref_parallelism(case, args):
