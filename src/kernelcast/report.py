@@ -87,7 +87,9 @@ def write_report(out, profile: Profile, table: pd.DataFrame, summary: pd.DataFra
           "", format_summary(summary, True), "", "## Table 2: weights", "",
           format_table2(profile, True)]
     if cv_summary is not None:
-        md += ["", "## Leave-one-class-out cross-validation (measurement suite)", "",
+        suites = profile.fit.get("suites") or [profile.suite]
+        md += ["", f"## Leave-one-class-out cross-validation ({' and '.join(suites)} "
+               f"suite{'s' if len(suites) > 1 else ''})", "",
                format_summary(cv_summary, True)]
     path = out / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
