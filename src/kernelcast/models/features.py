@@ -157,15 +157,13 @@ def _per_item_feature(name: str) -> str | None:
     return None
 
 
-def _precision_share(values: dict[str, float], ops: tuple[str, ...]) -> float:
-    """The f32 fraction of the kernel's operations *ops* (1 where it has none)."""
-    f32 = sum(values.get(f"{op}_f32", 0.0) for op in ops)
-    f64 = sum(values.get(f"{op}_f64", 0.0) for op in ops)
-    return f32 / (f32 + f64) if f32 + f64 else 1.0
-
-
-def _by_precision(name: str, total: float, share: float) -> dict[str, float]:
-    return {f"{name}_f32": total * share, f"{name}_f64": total * (1.0 - share)}
+_ITEM_ZERO = dict.fromkeys((name for name in EXTENDED_FEATURES if name.startswith("item_")),
+                           0.0)
+# (extent key, feature) of the counts on recurrence and serialized paths
+_PATHS = tuple((f"{prefix}_{kind}", f"item_{prefix}_{kind}")
+               for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS))
+               for kind in kinds)
+_SPECIAL_OPS = {p: tuple(f"{op}_{p}" for op in ("special", "pow")) for p in _PRECISIONS}
 
 
 def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, float]:
@@ -173,23 +171,31 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
 
     Per-work-item counts are split by access width and precision, as the paper splits its
     totals: on the H100 a work-item's 64-bit load chain takes up to 2.3 times as long as a
-    32-bit one, and an f64 rsqrt 1.4 times an f32 one. Counts on recurrence and serialized
-    paths are apportioned by the kernel's own f32/f64 totals of those operations."""
-    work_items = extent["work_items"] or 1.0
-    per_item = {name: 0.0 for name in EXTENDED_FEATURES if name.startswith("item_")}
+    32-bit one, and an f64 rsqrt 1.4 times an f32 one. Special functions on recurrence and
+    serialized paths are apportioned by the kernel's own f32/f64 totals of them."""
+    per_item = dict(_ITEM_ZERO)
     for name, value in values.items():
         feature = _per_item_feature(name)
         if feature:
-            per_item[feature] += value / work_items
-    per_item["item_barriers"] = values.get("barrier", 0.0) / work_items
-    special = _precision_share(values, ("special", "pow"))
-    for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS)):
-        for kind in kinds:
-            count = extent.get(f"{prefix}_{kind}", 0.0) / work_items
-            if kind == "special":
-                per_item.update(_by_precision(f"item_{prefix}_special", count, special))
-            else:
-                per_item[f"item_{prefix}_{kind}"] = count
-    extra = {"bytes_read": _moved(extent, "read"), "bytes_written": _moved(extent, "written"),
-             "local_conflicts": extent.get("local_conflicts", 0.0), **per_item}
-    return {**values, **{k: v for k, v in extra.items() if v}}
+            per_item[feature] += value
+    per_item["item_barriers"] = values.get("barrier", 0.0)
+    f32, f64 = (sum(values.get(k, 0.0) for k in _SPECIAL_OPS[p]) for p in _PRECISIONS)
+    share = f32 / (f32 + f64) if f32 + f64 else 1.0
+    for key, feature in _PATHS:
+        count = extent.get(key, 0.0)
+        if feature.endswith("_special"):
+            per_item[f"{feature}_f32"] = count * share
+            per_item[f"{feature}_f64"] = count * (1.0 - share)
+        else:
+            per_item[feature] = count
+    result = dict(values)
+    for name, value in (("bytes_read", _moved(extent, "read")),
+                        ("bytes_written", _moved(extent, "written")),
+                        ("local_conflicts", extent.get("local_conflicts", 0.0))):
+        if value:
+            result[name] = value
+    work_items = extent["work_items"] or 1.0
+    for name, value in per_item.items():
+        if value:
+            result[name] = value / work_items
+    return result
