@@ -157,9 +157,12 @@ class Properties:
     def evaluate_with_extent(self, params) -> tuple[dict[str, float], dict[str, float]]:
         """``(evaluate(params), extent(params))``, checking *params* once."""
         args = self._arguments(params)
-        extent = ({} if self._extent_fn is None else
-                  dict(zip(self._extent_names, map(float, self._extent_fn(*args)), strict=True)))
-        return self._values(args), extent
+        return self._values(args), self._extents(args)
+
+    def _extents(self, args) -> dict[str, float]:
+        if self._extent_fn is None:
+            return {}
+        return dict(zip(self._extent_names, map(float, self._extent_fn(*args)), strict=True))
 
     def extent(self, params) -> dict[str, float]:
         """What kernelcast's extended model adds (kernelcast.models.features): the
@@ -171,8 +174,7 @@ class Properties:
         ``…_local_loads``, ``…_global_loads``)."""
         if self._extent_fn is None:
             return {}
-        values = self._extent_fn(*self._arguments(params))
-        return dict(zip(self._extent_names, map(float, values), strict=True))
+        return self._extents(self._arguments(params))
 
     def vector(self, params, names=PROPERTY_NAMES) -> list[float]:
         """The counts for *names* (zero where absent), in that order."""
