@@ -92,6 +92,9 @@ def test_only_the_accumulating_add_of_nbody_is_on_a_path():
     ("local", {"local_loads": 1}),  # acc += tile[...]
     ("special", {"local_loads": 1, "special": 1}),  # acc += rsqrt(tile[...])
     ("global", {"global_loads": 1}),  # acc += a[k, lid]
+    # v = tile[(lid + k) mod g] under the condition too, then a polynomial of v
+    ("poly4", {"local_loads": 1}),
+    ("poly16", {"local_loads": 1}),
 ])
 def test_a_branch_in_every_step_puts_the_steps_loads_on_the_path(variant, expected):
     ng, m = 2, 10

@@ -13,6 +13,7 @@ from kernelcast.measure.arrays import array_specs
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store
 from kernelcast.models.features import features, fit_suites
+from kernelcast.models.overlap import OVERLAP_Q
 from kernelcast.models.profile import load_profile
 from kernelcast.suites.extension import EXTENSION
 from kernelcast.suites.paper import MEASUREMENT, TEST
@@ -99,6 +100,7 @@ def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
     assert profile.fit["nonnegative"] and min(profile.weights.values()) >= 0
     assert {"bytes_read", "item_loads_coalesced_32", "item_flops_f32"} <= set(profile.weights)
     assert profile.fit["criterion"].startswith("log error")
+    assert profile.overlap == OVERLAP_Q and "overlap" in profile.fit["criterion"]
     with Store(H100) as store:
         table = table1(profile, store, "validation", cache)
     assert set(table.kernel_class) == {c.name for c in VALIDATION.classes}
@@ -112,6 +114,7 @@ def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
     path = profile.save(tmp_path / "p.json")
     again = load_profile(path)
     assert again.model == "kernelcast" and again.weights == profile.weights
+    assert again.overlap == OVERLAP_Q
 
 
 def test_paper_profiles_refuse_extended_weights(fitted, tmp_path):
@@ -158,6 +161,6 @@ def test_evaluate_cross_validates_the_model_of_the_profile(capsys):
     assert main(["evaluate", "--profile", profile, "--no-measure", "--cv"]) == 0
     out = capsys.readouterr().out
     cv = out[out.index("leave-one-class-out"):]
-    assert "guarded" in cv and "intensity" not in cv  # measured classes only
+    assert "guarded" in cv and "intensity" in cv
     overall = [line for line in cv.splitlines() if line.lstrip().startswith("overall")][0]
     assert float(overall.split()[2].rstrip("%")) < 100  # the paper's model: 610%

@@ -22,6 +22,7 @@ from kernelcast import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.models.features import features, fit_suites
 from kernelcast.models.linear import LinearModel, relative_errors
+from kernelcast.models.overlap import OVERLAP_Q, OverlapModel
 from kernelcast.models.profile import Profile
 from kernelcast.properties import Properties, extract_properties
 from kernelcast.suites.suite import Case
@@ -118,7 +119,14 @@ def _log_scale(rows, suites, model, statuses=TIMED) -> float | None:
     return timing_noise(rows, suites, statuses) if model == "kernelcast" else None
 
 
-def _fit(X, y, nonnegative, log_scale=None):
+def _overlap(model) -> float | None:
+    """kernelcast's model overlaps per-work-item terms and totals, the paper's adds them."""
+    return OVERLAP_Q if model == "kernelcast" else None
+
+
+def _fit(X, y, nonnegative, log_scale=None, overlap=None):
+    if overlap is not None:
+        return OverlapModel(overlap, log_scale).fit(X, y)
     return LinearModel(nonnegative=nonnegative, log_scale=log_scale).fit(X, y)
 
 
@@ -134,18 +142,20 @@ def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
     rows = store.rows()
     X, y, _info = dataset(rows, suites, cache, statuses, model)
     log_scale = _log_scale(rows, suites, model, statuses)
-    kind = model
-    model = _fit(X, y, nonnegative, log_scale)
+    kind, overlap = model, _overlap(model)
+    model = _fit(X, y, nonnegative, log_scale, overlap)
     errors = relative_errors(model.predict(X), y)
     identity = store.identity
     return Profile(
         weights=dict(zip(model.feature_names_in_, map(float, model.coef_), strict=True)),
         device=identity["device"], driver=identity["driver"], backend=identity["backend"],
         suite=suite, store=str(store.path.resolve()), model=kind,
-        kernelcast_version=__version__,
+        kernelcast_version=__version__, overlap=overlap,
         fit={"suites": list(suites), "cases": len(y), "nonnegative": nonnegative,
              "criterion": ("relative least squares" if log_scale is None else
-                           f"log error, soft L1 at the timing noise {log_scale:.2%}"),
+                           f"log error, soft L1 at the timing noise {log_scale:.2%}"
+                           + ("" if overlap is None else
+                              f"; per-work-item terms and totals overlap, q = {overlap}")),
              "negative_weights": model.negative_weights_,
              "training_geomean_rel_error": geometric_mean(errors),
              "training_max_rel_error": float(errors.max())})
@@ -220,12 +230,12 @@ def cross_validate(store, suite: str = "measurement", nonnegative: bool = False,
     nonnegative = nonnegative or model == "kernelcast"
     rows, suites = store.rows(), fit_suites(model, suite)
     X, y, info = dataset(rows, suites, cache, model=model)
-    log_scale = _log_scale(rows, suites, model)
+    log_scale, overlap = _log_scale(rows, suites, model), _overlap(model)
     parts = []
     for held_out in sorted(info.kernel_class.unique()):
         test = (info.kernel_class == held_out).to_numpy()
         train_X = X[~test].loc[:, (X[~test] != 0).any(axis=0)]
-        model = _fit(train_X, y[~test], nonnegative, log_scale)
+        model = _fit(train_X, y[~test], nonnegative, log_scale, overlap)
         test_X = X[test].reindex(columns=train_X.columns, fill_value=0.0)
         unseen = [c for c in X.columns if c not in train_X.columns and (X[test][c] != 0).any()]
         predicted = model.predict(test_X)

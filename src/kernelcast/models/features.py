@@ -2,9 +2,10 @@
 
 ``paper`` is the model of Stevens & Klöckner: the properties of kernelcast.properties,
 totals over all work-items of a launch. ``kernelcast`` extends it in the directions the
-paper's §6.2 names and with bank conflicts, still as a sum of fitted weights times counts
-and with no hardware constant entered by hand (the 32 banks of 4 bytes that define a
-conflict aside):
+paper's §6.2 names and with bank conflicts, still with fitted weights times counts and
+with no hardware constant entered by hand (the 32 banks of 4 bytes that define a conflict
+aside), its per-work-item terms overlapping its totals instead of adding to them
+(kernelcast.models.overlap):
 
 - *data volume*: ``bytes_read`` and ``bytes_written``, per global array the smaller of
   its size and the bytes its accesses cover, summed over the arrays a launch reads and

@@ -1,8 +1,10 @@
 """Device profiles: fitted weights with their units and where they came from, as JSON.
 
-A profile is what a user keeps per device: the weights of the linear model (seconds per
-unit of each property), the device, driver and backend they were measured on, the suite and
-store they were fitted from, fit diagnostics, and the kernelcast version. ``save`` writes
+A profile is what a user keeps per device: the weights of the model (seconds per unit of
+each property; for kernelcast's model also the exponent q with which its per-work-item
+terms and totals overlap, kernelcast.models.overlap), the device, driver and backend they
+were measured on, the suite and store they were fitted from, fit diagnostics, and the
+kernelcast version. ``save`` writes
 versioned JSON; ``load_profile`` validates it and names what is wrong.
 
 Public names: PROFILE_FORMAT, Profile, load_profile.
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UncountedWarning
 from kernelcast.models.features import EXTENDED_FEATURES, FEATURE_UNITS, MODELS
+from kernelcast.models.overlap import CONSTANT_TERMS
 from kernelcast.properties.vocabulary import PROPERTY_NAMES
 
 PROFILE_FORMAT = 1
@@ -39,10 +42,13 @@ class Profile:
     fit: dict = field(default_factory=dict)
     kernelcast_version: str = ""
     created_at: str = ""
+    overlap: float | None = None
 
     def contributions(self, values: dict[str, float]) -> dict[str, float]:
-        """Seconds per nonzero property of *values*; sums to the prediction. Nonzero
-        properties the profile has no weight for are left out with an UncountedWarning."""
+        """Seconds per nonzero property of *values*; sums to the prediction. Where the
+        per-work-item terms and totals overlap, each of their weight × count is scaled by
+        the same factor, so the parts keep their proportions. Nonzero properties the
+        profile has no weight for are left out with an UncountedWarning."""
         weights, parts, missing = self.weights, {}, []
         for name, value in values.items():
             if value:
@@ -54,6 +60,15 @@ class Profile:
             warnings.warn(f"the profile for {self.device} has no weight for {sorted(missing)} "
                           "(no measurement kernel exercised them); they count as zero",
                           UncountedWarning, stacklevel=3)
+        if self.overlap is not None and self.overlap != 1:
+            items = sum(v for k, v in parts.items() if k.startswith("item_"))
+            totals = sum(v for k, v in parts.items()
+                         if not k.startswith("item_") and k not in CONSTANT_TERMS)
+            if items > 0 and totals > 0:
+                q = self.overlap
+                factor = (totals ** q + items ** q) ** (1 / q) / (totals + items)
+                parts = {k: v if k in CONSTANT_TERMS else v * factor
+                         for k, v in parts.items()}
         return parts
 
     def predict_values(self, values: dict[str, float]) -> float:
@@ -69,6 +84,7 @@ class Profile:
             "weights": {name: {"value": w, "unit": "s", "per": FEATURE_UNITS.get(name, "count")}
                         for name, w in self.weights.items()},
             "fit": self.fit,
+            **({} if self.overlap is None else {"overlap": self.overlap}),
         }
 
     def save(self, path) -> Path:
@@ -109,10 +125,15 @@ def load_profile(path) -> Profile:
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise KernelcastError(f"{path}: weight of {name!r} is not a finite number")
         weights[name] = float(value)
+    overlap = doc.get("overlap")
+    if overlap is not None and (model != "kernelcast" or not isinstance(overlap, int | float)
+                                or not overlap >= 1 or not math.isfinite(overlap)):
+        raise KernelcastError(f"{path}: overlap {overlap!r} is not an exponent of at least 1 "
+                              "of a kernelcast profile")
     store = doc.get("store", "")
     if store:
         store = os.path.normpath(path.parent / store)
     return Profile(weights, doc["device"], doc["driver"], doc["backend"],
                    doc.get("suite", ""), store, model,
                    doc.get("fit", {}), doc.get("kernelcast_version", ""),
-                   doc.get("created_at", ""))
+                   doc.get("created_at", ""), None if overlap is None else float(overlap))

@@ -20,8 +20,8 @@ functions too, not only for the step before. ``serial_ops(knl, insn)`` counts, p
 execution of a recurrence in such a loop, the loads and special functions on the longest
 path through one iteration, following the private temporaries the iteration computes
 (N-body: tile load → difference → square → sum over k → rsqrt → add). Flops on that path
-are left to the other counts: in a microbenchmark they cannot be told apart from the
-steps themselves.
+are left to the other counts: counted too, and told apart by the ``guarded`` polynomial
+microbenchmarks, they did not lower the cross-validated error (docs/results.md).
 
 Public names: RECURRENCE_KINDS, SERIAL_KINDS, recurrence_ops, serial_ops.
 """

@@ -31,10 +31,11 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
 - ``guarded``: each work-item sums m values, each step under a condition on the step
   (``if (k != lid) acc += v``, the "skip myself" of pairwise kernels): ``local``
   (v = tile[(lid + k) mod g]), ``special`` (v = rsqrt of that) and ``global``
-  (v = a[k, lid], coalesced, from a table of m×g values that stays in L2). Only the
-  add carries a step to the next; the condition, a branch in every iteration, keeps the
-  compiler from loading ahead, so a step also waits for its own load and rsqrt
-  (kernelcast.properties.recurrence).
+  (v = a[k, lid], coalesced, from a table of m×g values that stays in L2), and ``poly4``
+  and ``poly16`` (v = a degree-4 or -16 polynomial of the tile value, Horner, as in
+  ``intensity``). Only the add carries a step to the next; the condition, a branch in
+  every iteration, keeps the compiler from loading ahead, so a step also waits for its
+  own load, rsqrt and polynomial (kernelcast.properties.recurrence).
 
 - ``intensity``: few to some work-groups, each work-item summing m values through a
   polynomial of degree d (Horner: 2d + 1 flops per value), the values read from a local tile
@@ -67,7 +68,7 @@ LOCAL_READS_COUNTS = (4, 16, 64, 256)
 CHAIN_VARIANTS = ("fma", "special", "local", "global")
 CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 MiB or more
 CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
-GUARDED_VARIANTS = ("local", "special", "global")
+GUARDED_VARIANTS = ("local", "special", "global", "poly4", "poly16")
 INTENSITY_DEGREES = (1, 4, 16)
 _INTENSITY = {f"{source}{d}": (source, d) for source in ("local", "global")
               for d in INTENSITY_DEGREES}  # variant -> (where values come from, degree)
@@ -193,25 +194,34 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
     docstring)."""
     g = int(gsize)
     item = f"{g}*go + li"
-    if variant in ("local", "special"):
+    if variant not in GUARDED_VARIANTS:
+        raise ValueError(f"unknown guarded variant {variant!r}; known: {GUARDED_VARIANTS}")
+    k, li, acc = prim.Variable("k"), prim.Variable("li"), prim.Variable("acc")
+    in_step = {"within_inames": frozenset({"go", "li", "k"}),
+               "predicates": frozenset({prim.Comparison(k, "!=", li)})}
+    loads = []
+    if variant == "global":
+        value, fill = "a[k, li]", []
+        args = [lp.GlobalArg("a", dtype, shape=("m", g))]
+    else:
         value = f"tile[(li + k) & {g - 1}]"
-        value = f"rsqrt({value})" if variant == "special" else value
         fill = [f"tile[li] = a[{item}] {{id=fill}}"]
         args = [lp.TemporaryVariable("tile", dtype, shape=(g,),
                                      address_space=lp.AddressSpace.LOCAL),
                 lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
-    elif variant == "global":
-        value, fill = "a[k, li]", []
-        args = [lp.GlobalArg("a", dtype, shape=("m", g))]
-    else:
-        raise ValueError(f"unknown guarded variant {variant!r}; known: {GUARDED_VARIANTS}")
-    k, li, acc = prim.Variable("k"), prim.Variable("li"), prim.Variable("acc")
-    step = lp.Assignment(acc, acc + parse(value),
-                         id="step", depends_on=frozenset({"init", *(["fill"] if fill else [])}),
-                         within_inames=frozenset({"go", "li", "k"}),
-                         predicates=frozenset({prim.Comparison(k, "!=", li)}))
-    instructions = [*fill, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}", step,
-                    f"out[{item}] = acc {{dep=step}}"]
+    if variant == "special":
+        value = f"rsqrt({value})"
+    elif variant.startswith("poly"):  # the load under the condition too, once per step
+        args.append(lp.TemporaryVariable("v", dtype, address_space=lp.AddressSpace.PRIVATE))
+        loads = [lp.Assignment(prim.Variable("v"), parse(value), id="load",
+                               depends_on=frozenset({"fill"}), **in_step)]
+        value = _horner("v", int(variant[4:]), dtype)
+    step = lp.Assignment(acc, acc + parse(value), id="step",
+                         depends_on=frozenset({"init", *(["fill"] if fill else []),
+                                               *(["load"] if loads else [])}),
+                         **in_step)
+    instructions = [*fill, *loads, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}",
+                    step, f"out[{item}] = acc {{dep=step}}"]
     knl = _make(_groups_of(g, "m"), instructions,
                 [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
                 name=f"guarded_{variant}", assumptions="ng >= 1 and m >= 1")
@@ -335,23 +345,30 @@ def _step_values(args, from_global: bool):
     return a.reshape(-1, 256)[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
 
 
+def _horner_values(values, degree):
+    one = values.dtype.type
+    poly = np.full_like(values, one(INTENSITY_COEFFICIENT))
+    for _ in range(degree):
+        poly = poly * values + one(INTENSITY_COEFFICIENT)
+    return poly
+
+
 def _ref_guarded(case, args):
     a, m = args["a"], args["m"]
     lanes, steps = np.arange(256), np.arange(m)
     values = _step_values(args, case.variant == "global")
-    values = 1 / np.sqrt(values) if case.variant == "special" else values
+    if case.variant == "special":
+        values = 1 / np.sqrt(values)
+    elif case.variant.startswith("poly"):
+        values = _horner_values(values, int(case.variant[4:]))
     keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
 
 def _ref_intensity(case, args):
-    one = args["a"].dtype.type
     source, degree = _INTENSITY[case.variant]
-    values = _step_values(args, source == "global")
-    poly = np.full_like(values, one(INTENSITY_COEFFICIENT))
-    for _ in range(degree):
-        poly = poly * values + one(INTENSITY_COEFFICIENT)
-    return {"out": poly.sum(axis=1, dtype=args["a"].dtype)}
+    values = _horner_values(_step_values(args, source == "global"), degree)
+    return {"out": values.sum(axis=1, dtype=args["a"].dtype)}
 
 
 def _ref_parallelism(case, args):
