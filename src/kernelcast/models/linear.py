@@ -18,7 +18,7 @@ to 19% in geometric mean); log error is symmetric, and the linear tail keeps the
 properties cannot explain (pow-bound arithmetic, four times off) from pulling every weight.
 Errors beyond the noise are all misfit, so *s* is the noise and not a tuning knob.
 
-Public names: LinearModel, relative_errors.
+Public names: LinearModel, relative_errors, fitted_matrix.
 """
 
 from __future__ import annotations
@@ -73,14 +73,19 @@ class LinearModel:
         return self
 
     def predict(self, X, feature_names=None) -> np.ndarray:
-        if not hasattr(self, "coef_"):
-            raise KernelcastError("this LinearModel is not fitted yet; call fit first")
-        X, names = _matrix(X, feature_names)
-        if list(names) != list(self.feature_names_in_):
-            raise KernelcastError(
-                "feature names differ from those seen in fit: "
-                f"got {list(names)}, expected {list(self.feature_names_in_)}")
-        return X @ self.coef_
+        return fitted_matrix(self, X, feature_names) @ self.coef_
+
+
+def fitted_matrix(model, X, feature_names=None) -> np.ndarray:
+    """X as an array, once *model* is fitted and X has the features it was fitted on."""
+    if not hasattr(model, "coef_"):
+        raise KernelcastError(f"this {type(model).__name__} is not fitted yet; call fit first")
+    X, names = _matrix(X, feature_names)
+    if list(names) != list(model.feature_names_in_):
+        raise KernelcastError(
+            "feature names differ from those seen in fit: "
+            f"got {list(names)}, expected {list(model.feature_names_in_)}")
+    return X
 
 
 def _log_fit(A, start, scale) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.errors import KernelcastError
-from kernelcast.models.linear import LinearModel, _matrix
+from kernelcast.models.linear import LinearModel, _matrix, fitted_matrix
 
 OVERLAP_Q = 1.5
 CONSTANT_TERMS = ("launch",)
@@ -72,14 +72,8 @@ class OverlapModel:
         return self
 
     def predict(self, X, feature_names=None) -> np.ndarray:
-        if not hasattr(self, "coef_"):
-            raise KernelcastError("this OverlapModel is not fitted yet; call fit first")
-        X, names = _matrix(X, feature_names)
-        if list(names) != list(self.feature_names_in_):
-            raise KernelcastError(
-                "feature names differ from those seen in fit: "
-                f"got {list(names)}, expected {list(self.feature_names_in_)}")
-        constant, total, item = term_groups(names)
+        X = fitted_matrix(self, X, feature_names)
+        constant, total, item = term_groups(self.feature_names_in_)
         w = self.coef_
         return overlap(X[:, constant] @ w[constant], X[:, total] @ w[total],
                        X[:, item] @ w[item], self.q)
