@@ -18,7 +18,7 @@ leave-one-class-out cross-validation on the fitting suites, averaged over both G
 both backends, was lowest at 1.5 (30.0%, against 30.7% for the sum; 1.25 and 1.75 within
 0.2 points), and it also cut the validation kernels' error (docs/results.md).
 
-Public names: OVERLAP_Q, term_groups, overlap, OverlapModel.
+Public names: OVERLAP_Q, CONSTANT_TERMS, term_group, term_groups, overlap, OverlapModel.
 """
 
 from __future__ import annotations
@@ -32,12 +32,16 @@ OVERLAP_Q = 1.5
 CONSTANT_TERMS = ("launch",)
 
 
+def term_group(name: str) -> str:
+    """The group of a term: "constant", "item" (per work-item) or "total"."""
+    return ("constant" if name in CONSTANT_TERMS else "item" if name.startswith("item_")
+            else "total")
+
+
 def term_groups(names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean masks over *names*: constant terms, total terms, per-work-item terms."""
-    names = list(names)
-    constant = np.array([n in CONSTANT_TERMS for n in names], dtype=bool)
-    item = np.array([n.startswith("item_") for n in names], dtype=bool)
-    return constant, ~constant & ~item, item
+    groups = np.array([term_group(n) for n in names], dtype=object)
+    return groups == "constant", groups == "total", groups == "item"
 
 
 def overlap(constant, totals, items, q: float):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UncountedWarning
 from kernelcast.models.features import EXTENDED_FEATURES, FEATURE_UNITS, MODELS
-from kernelcast.models.overlap import CONSTANT_TERMS
+from kernelcast.models.overlap import term_group
 from kernelcast.properties.vocabulary import PROPERTY_NAMES
 
 PROFILE_FORMAT = 1
@@ -61,13 +61,13 @@ class Profile:
                           "(no measurement kernel exercised them); they count as zero",
                           UncountedWarning, stacklevel=3)
         if self.overlap is not None and self.overlap != 1:
-            items = sum(v for k, v in parts.items() if k.startswith("item_"))
-            totals = sum(v for k, v in parts.items()
-                         if not k.startswith("item_") and k not in CONSTANT_TERMS)
+            group = {k: term_group(k) for k in parts}
+            items = sum(v for k, v in parts.items() if group[k] == "item")
+            totals = sum(v for k, v in parts.items() if group[k] == "total")
             if items > 0 and totals > 0:
                 q = self.overlap
                 factor = (totals ** q + items ** q) ** (1 / q) / (totals + items)
-                parts = {k: v if k in CONSTANT_TERMS else v * factor
+                parts = {k: v if group[k] == "constant" else v * factor
                          for k, v in parts.items()}
         return parts
 
