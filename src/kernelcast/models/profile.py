@@ -4,8 +4,8 @@ A profile is what a user keeps per device: the weights of the model (seconds per
 each property; for kernelcast's model also the exponent q with which its per-work-item
 terms and totals overlap, kernelcast.models.overlap), the device, driver and backend they
 were measured on, the suite and store they were fitted from, fit diagnostics, and the
-kernelcast version. ``save`` writes
-versioned JSON; ``load_profile`` validates it and names what is wrong.
+kernelcast version. ``save`` writes versioned JSON; ``load_profile`` validates it and
+names what is wrong.
 
 Public names: PROFILE_FORMAT, Profile, load_profile.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UncountedWarning
 from kernelcast.models.features import EXTENDED_FEATURES, FEATURE_UNITS, MODELS
-from kernelcast.models.overlap import term_group
+from kernelcast.models.overlap import overlap, term_group
 from kernelcast.properties.vocabulary import PROPERTY_NAMES
 
 PROFILE_FORMAT = 1
@@ -65,8 +65,7 @@ class Profile:
             items = sum(v for k, v in parts.items() if group[k] == "item")
             totals = sum(v for k, v in parts.items() if group[k] == "total")
             if items > 0 and totals > 0:
-                q = self.overlap
-                factor = (totals ** q + items ** q) ** (1 / q) / (totals + items)
+                factor = overlap(0.0, totals, items, self.overlap) / (totals + items)
                 parts = {k: v if group[k] == "constant" else v * factor
                          for k, v in parts.items()}
         return parts
@@ -125,15 +124,15 @@ def load_profile(path) -> Profile:
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise KernelcastError(f"{path}: weight of {name!r} is not a finite number")
         weights[name] = float(value)
-    overlap = doc.get("overlap")
-    if overlap is not None and (model != "kernelcast" or not isinstance(overlap, int | float)
-                                or not overlap >= 1 or not math.isfinite(overlap)):
-        raise KernelcastError(f"{path}: overlap {overlap!r} is not an exponent of at least 1 "
-                              "of a kernelcast profile")
+    exponent = doc.get("overlap")
+    if exponent is not None and (model != "kernelcast" or not isinstance(exponent, int | float)
+                                 or not exponent >= 1 or not math.isfinite(exponent)):
+        raise KernelcastError(f"{path}: overlap {exponent!r} is not an exponent of at least "
+                              "1 of a kernelcast profile")
     store = doc.get("store", "")
     if store:
         store = os.path.normpath(path.parent / store)
     return Profile(weights, doc["device"], doc["driver"], doc["backend"],
                    doc.get("suite", ""), store, model,
                    doc.get("fit", {}), doc.get("kernelcast_version", ""),
-                   doc.get("created_at", ""), None if overlap is None else float(overlap))
+                   doc.get("created_at", ""), None if exponent is None else float(exponent))
