@@ -146,6 +146,18 @@ def test_rows_survive_reopening_and_reading_needs_no_identity(tmp_path):
         assert len(s.rows()) == 2
 
 
+def test_compute_units_are_recorded_also_in_a_store_written_without_them(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with Store(path, IDENTITY) as s:
+        assert s.compute_units is None
+    with Store(path, dict(IDENTITY, compute_units=132)) as s:
+        assert s.compute_units == 132 and s.identity == IDENTITY
+    with Store(path) as s:
+        assert s.compute_units == 132
+    with Store(tmp_path / "new.sqlite", dict(IDENTITY, compute_units=16)) as s:
+        assert s.compute_units == 16
+
+
 @pytest.mark.parametrize("field", ["device", "driver", "backend"])
 def test_another_device_or_driver_is_refused_naming_both(tmp_path, field):
     path = tmp_path / "s.sqlite"

@@ -22,7 +22,7 @@ from kernelcast import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.models.features import features, fit_suites
 from kernelcast.models.linear import LinearModel, relative_errors
-from kernelcast.models.overlap import OVERLAP_Q, OverlapModel
+from kernelcast.models.overlap import OVERLAP_Q, OverlapModel, term_group
 from kernelcast.models.profile import Profile
 from kernelcast.properties import Properties, extract_properties
 from kernelcast.suites.suite import Case
@@ -124,10 +124,15 @@ def _overlap(model) -> float | None:
     return OVERLAP_Q if model == "kernelcast" else None
 
 
-def _fit(X, y, nonnegative, log_scale=None, overlap=None):
+def _fit(X, y, nonnegative, log_scale=None, overlap=None, compute_units=None):
     if overlap is not None:
-        return OverlapModel(overlap, log_scale).fit(X, y)
+        return OverlapModel(overlap, log_scale, compute_units).fit(X, y)
     return LinearModel(nonnegative=nonnegative, log_scale=log_scale).fit(X, y)
+
+
+def _weights(model) -> dict[str, float]:
+    return {name: float(w) for name, w in zip(model.feature_names_in_, model.coef_, strict=True)
+            if term_group(name) != "context"}
 
 
 def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
@@ -136,26 +141,32 @@ def fit_profile(store, suite: str = "measurement", nonnegative: bool = False,
     """Fit *model* to the rows of *store* (a kernelcast Store) of measurement suite *suite*
     and, for the kernelcast model, of the extension suite. The kernelcast model is always
     fitted with non-negative weights (kernelcast.models.features says why), in log space
-    at the store's timing noise (kernelcast.models.linear says why)."""
+    at the store's timing noise (kernelcast.models.linear says why), with the work-items
+    the device holds at once fitted from the compute units the store records
+    (kernelcast.models.overlap)."""
     suites = fit_suites(model, suite)
     nonnegative = nonnegative or model == "kernelcast"
     rows = store.rows()
     X, y, _info = dataset(rows, suites, cache, statuses, model)
     log_scale = _log_scale(rows, suites, model, statuses)
     kind, overlap = model, _overlap(model)
-    model = _fit(X, y, nonnegative, log_scale, overlap)
+    model = _fit(X, y, nonnegative, log_scale, overlap, store.compute_units)
     errors = relative_errors(model.predict(X), y)
     identity = store.identity
+    resident = getattr(model, "resident_items_", None)
     return Profile(
-        weights=dict(zip(model.feature_names_in_, map(float, model.coef_), strict=True)),
+        weights=_weights(model),
         device=identity["device"], driver=identity["driver"], backend=identity["backend"],
         suite=suite, store=str(store.path.resolve()), model=kind,
         kernelcast_version=__version__, overlap=overlap,
+        resident_items=None if resident is None else int(resident),
         fit={"suites": list(suites), "cases": len(y), "nonnegative": nonnegative,
              "criterion": ("relative least squares" if log_scale is None else
                            f"log error, soft L1 at the timing noise {log_scale:.2%}"
                            + ("" if overlap is None else
-                              f"; per-work-item terms and totals overlap, q = {overlap}")),
+                              f"; per-work-item terms and totals overlap, q = {overlap}")
+                           + ("" if resident is None else
+                              f", in waves of {int(resident)} work-items")),
              "negative_weights": model.negative_weights_,
              "training_geomean_rel_error": geometric_mean(errors),
              "training_max_rel_error": float(errors.max())})
@@ -235,7 +246,7 @@ def cross_validate(store, suite: str = "measurement", nonnegative: bool = False,
     for held_out in sorted(info.kernel_class.unique()):
         test = (info.kernel_class == held_out).to_numpy()
         train_X = X[~test].loc[:, (X[~test] != 0).any(axis=0)]
-        model = _fit(train_X, y[~test], nonnegative, log_scale, overlap)
+        model = _fit(train_X, y[~test], nonnegative, log_scale, overlap, store.compute_units)
         test_X = X[test].reindex(columns=train_X.columns, fill_value=0.0)
         unseen = [c for c in X.columns if c not in train_X.columns and (X[test][c] != 0).any()]
         predicted = model.predict(test_X)

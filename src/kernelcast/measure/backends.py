@@ -76,7 +76,7 @@ class Backend:
     @property
     def identity(self) -> dict:
         return {"backend": self.name, "device": self.device.name,
-                "driver": self.device.driver}
+                "driver": self.device.driver, "compute_units": self.device.compute_units}
 
 
 class OpenCLBackend(Backend):

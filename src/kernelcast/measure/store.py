@@ -1,7 +1,8 @@
 """The measurement store: SQLite, append-only, schema-versioned, one commit per measurement.
 
 A store belongs to one device: its backend, device name and driver are written when it is
-created, and opening it for another device or driver is refused. Rows are never updated or
+created, and opening it for another device or driver is refused; the device's compute
+units are recorded with them. Rows are never updated or
 deleted (triggers enforce it); each has a unique key — a hash of the case name, generated
 code, build options, parameter values, device, driver and kernelcast version — so a
 campaign that is killed and resumed skips what it finished and duplicates nothing. Every
@@ -110,6 +111,11 @@ class Store:
                          *((k, identity[k]) for k in IDENTITY)])
                 self.meta = self._read_meta()
             self._check(identity)
+            if identity and identity.get("compute_units") and "compute_units" not in self.meta:
+                with self._conn:  # also for stores written before they were recorded
+                    self._conn.execute("INSERT INTO meta VALUES ('compute_units', ?)",
+                                       (str(int(identity["compute_units"])),))
+                self.meta = self._read_meta()
         except BaseException:
             self._conn.close()
             raise
@@ -139,6 +145,13 @@ class Store:
     @property
     def identity(self) -> dict:
         return {k: self.meta[k] for k in IDENTITY}
+
+    @property
+    def compute_units(self) -> int | None:
+        """The compute units the device reported (SMs of an NVIDIA GPU), None for stores
+        written before they were recorded."""
+        value = self.meta.get("compute_units")
+        return int(value) if value else None
 
     def close(self) -> None:
         self._conn.close()

@@ -28,6 +28,9 @@ aside), its per-work-item terms overlapping its totals instead of adding to them
   work-item, the loads and special functions on the path through one iteration of a loop
   that has a branch in every iteration (a condition on the loop index): the compiler
   leaves each iteration in its own branch, so an iteration also waits for its own loads.
+  A launch with more work-items than the device holds at once runs these chains in
+  waves; ``work_items``, a value without a weight, tells the model how many
+  (kernelcast.models.overlap).
 
 All are fitted from the paper's measurement suite together with kernelcast's extension
 suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
@@ -199,4 +202,5 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
     for name, value in per_item.items():
         if value:
             result[name] = value / work_items
+    result["work_items"] = work_items  # context for the waves (kernelcast.models.overlap)
     return result

@@ -13,12 +13,24 @@ per-work-item terms, each a weight times a count as before; q = 1 is the paper's
 q → ∞ the larger of the two. The weights are fitted in log space as the linear model's
 are (kernelcast.models.linear), from the linear fit.
 
+A work-item's chain is paid once per *wave*: a device runs R work-items at once (R, the
+resident work-items, is its compute units times the work-items one unit holds), so a
+launch of N work-items runs its chains ceil(N / R) times one after another and L is the
+chain times ceil(N / R). Finite differences, a million short work-groups that each load,
+wait at a barrier and store, is such a sequence of waves. The work-items a unit holds are
+fitted: of 512, 1024, 2048 and 4096 per compute unit (the compute units as the device
+reports them, recorded in the store), the one whose fit has the least geometric mean of
+relative error over the fitting cases (the soft-L1 loss the fit minimizes scarcely tells
+them apart: it is flat where most cases fit within the timing noise). The launch's
+work-items enter the model as the context value ``work_items``, which has no weight.
+
 q is not fitted per device. Of q = 1 (the sum), 1.25, 1.5, 1.75, 2, 3 and 4,
 leave-one-class-out cross-validation on the fitting suites, averaged over both GPUs and
 both backends, was lowest at 1.5 (30.0%, against 30.7% for the sum; 1.25 and 1.75 within
 0.2 points), and it also cut the validation kernels' error (docs/results.md).
 
-Public names: OVERLAP_Q, CONSTANT_TERMS, term_group, term_groups, overlap, OverlapModel.
+Public names: OVERLAP_Q, CONSTANT_TERMS, CONTEXT_TERMS, ITEMS_PER_UNIT, term_group,
+term_groups, waves, overlap, OverlapModel.
 """
 
 from __future__ import annotations
@@ -30,12 +42,15 @@ from kernelcast.models.linear import LinearModel, _matrix, fitted_matrix
 
 OVERLAP_Q = 1.5
 CONSTANT_TERMS = ("launch",)
+CONTEXT_TERMS = ("work_items",)
+ITEMS_PER_UNIT = (512, 1024, 2048, 4096)
 
 
 def term_group(name: str) -> str:
-    """The group of a term: "constant", "item" (per work-item) or "total"."""
-    return ("constant" if name in CONSTANT_TERMS else "item" if name.startswith("item_")
-            else "total")
+    """The group of a term: "constant", "item" (per work-item), "context" (no weight) or
+    "total"."""
+    return ("constant" if name in CONSTANT_TERMS else "context" if name in CONTEXT_TERMS
+            else "item" if name.startswith("item_") else "total")
 
 
 def term_groups(names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,32 +59,70 @@ def term_groups(names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return groups == "constant", groups == "total", groups == "item"
 
 
+def waves(work_items, resident):
+    """ceil(work_items / resident): how many times a launch's work-items run their chains
+    one after another; 1 where *resident* is None."""
+    if resident is None:
+        return np.ones_like(np.asarray(work_items, dtype=float))
+    return np.ceil(np.asarray(work_items, dtype=float) / resident)
+
+
 def overlap(constant, totals, items, q: float):
     """c + (T^q + L^q)^(1/q), elementwise."""
     return constant + (np.power(totals, q) + np.power(items, q)) ** (1.0 / q)
 
 
 class OverlapModel:
-    """t ≈ c + (T^q + L^q)^(1/q) with non-negative weights, fitted in log space; the
-    interface is LinearModel's (``fit`` returns self, ``predict`` checks the features)."""
+    """t ≈ c + (T^q + L·waves^q)^(1/q) with non-negative weights, fitted in log space; the
+    interface is LinearModel's (``fit`` returns self, ``predict`` checks the features).
 
-    def __init__(self, q: float = OVERLAP_Q, log_scale: float = 0.01):
+    With *resident* the device's resident work-items are given; with *compute_units* they
+    are fitted (the module says how); with neither, or without a ``work_items`` column,
+    every launch is one wave. ``resident_items_`` is what the fit used."""
+
+    def __init__(self, q: float = OVERLAP_Q, log_scale: float = 0.01,
+                 compute_units: int | None = None, resident: int | None = None):
         if not q >= 1:
             raise KernelcastError(f"the overlap exponent must be at least 1, not {q}")
         if not log_scale > 0:
             raise KernelcastError(f"log_scale must be positive, not {log_scale}")
+        for name, value in (("compute_units", compute_units), ("resident", resident)):
+            if value is not None and not (isinstance(value, int | np.integer) and value > 0):
+                raise KernelcastError(f"{name} must be a positive integer, not {value!r}")
         self.q, self.log_scale = float(q), float(log_scale)
+        self.compute_units, self.resident = compute_units, resident
 
     def fit(self, X, y, feature_names=None):
-        linear = LinearModel(log_scale=self.log_scale).fit(X, y, feature_names)
         X, names = _matrix(X, feature_names)
         y = np.asarray(y, dtype=float)
-        A = X / y[:, None]
-        scale = np.linalg.norm(A, axis=0)
-        scale[scale == 0] = 1.0
-        w = _overlap_fit(A / scale, linear.coef_ * scale, term_groups(names), self.q,
-                         self.log_scale)
-        self.coef_ = w / scale
+        groups = term_groups(names)
+        context = ~(groups[0] | groups[1] | groups[2])
+        work_items = _work_items(X, names)
+        if self.resident is not None or work_items is None:
+            candidates = [self.resident if work_items is not None else None]
+        elif self.compute_units is not None:
+            candidates = [self.compute_units * k for k in ITEMS_PER_UNIT]
+        else:
+            candidates = [None]
+        best = None
+        for resident in candidates:
+            A = X.copy()
+            if work_items is not None:
+                A[:, groups[2]] *= waves(work_items, resident)[:, None]
+            A[:, context] = 0.0
+            linear = LinearModel(log_scale=self.log_scale).fit(A, y, names)
+            A = A / y[:, None]
+            scale = np.linalg.norm(A, axis=0)
+            scale[scale == 0] = 1.0
+            w = _overlap_fit(A / scale, linear.coef_ * scale, groups, self.q,
+                             self.log_scale) / scale
+            constant, total, item = groups
+            ratio = overlap(A[:, constant] @ w[constant], A[:, total] @ w[total],
+                            A[:, item] @ w[item], self.q)
+            error = np.mean(np.log(np.maximum(np.abs(ratio - 1.0), 1e-12)))
+            if best is None or error < best[0]:
+                best = (error, w, resident)
+        _error, self.coef_, self.resident_items_ = best
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = len(names)
         self.negative_weights_ = []
@@ -79,8 +132,15 @@ class OverlapModel:
         X = fitted_matrix(self, X, feature_names)
         constant, total, item = term_groups(self.feature_names_in_)
         w = self.coef_
+        work_items = _work_items(X, self.feature_names_in_)
+        repeat = 1.0 if work_items is None else waves(work_items, self.resident_items_)
         return overlap(X[:, constant] @ w[constant], X[:, total] @ w[total],
-                       X[:, item] @ w[item], self.q)
+                       (X[:, item] @ w[item]) * repeat, self.q)
+
+
+def _work_items(X, names) -> np.ndarray | None:
+    names = list(names)
+    return X[:, names.index("work_items")] if "work_items" in names else None
 
 
 def _overlap_fit(A, start, groups, q, log_scale) -> np.ndarray:

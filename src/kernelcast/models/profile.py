@@ -2,7 +2,8 @@
 
 A profile is what a user keeps per device: the weights of the model (seconds per unit of
 each property; for kernelcast's model also the exponent q with which its per-work-item
-terms and totals overlap, kernelcast.models.overlap), the device, driver and backend they
+terms and totals overlap and the work-items the device runs at once,
+kernelcast.models.overlap), the device, driver and backend they
 were measured on, the suite and store they were fitted from, fit diagnostics, and the
 kernelcast version. ``save`` writes versioned JSON; ``load_profile`` validates it and
 names what is wrong.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UncountedWarning
 from kernelcast.models.features import EXTENDED_FEATURES, FEATURE_UNITS, MODELS
-from kernelcast.models.overlap import overlap, term_group
+from kernelcast.models.overlap import overlap, term_group, waves
 from kernelcast.properties.vocabulary import PROPERTY_NAMES
 
 PROFILE_FORMAT = 1
@@ -43,19 +44,24 @@ class Profile:
     kernelcast_version: str = ""
     created_at: str = ""
     overlap: float | None = None
+    resident_items: int | None = None
 
     def contributions(self, values: dict[str, float]) -> dict[str, float]:
-        """Seconds per nonzero property of *values*; sums to the prediction. Where the
-        per-work-item terms and totals overlap, each of their weight × count is scaled by
-        the same factor, so the parts keep their proportions. Nonzero properties the
-        profile has no weight for are left out with an UncountedWarning."""
+        """Seconds per nonzero property of *values*; sums to the prediction. Per-work-item
+        terms count once per wave of resident work-items. Where the per-work-item terms
+        and totals overlap, each of their weight × count is scaled by the same factor, so
+        the parts keep their proportions. Nonzero properties the profile has no weight for
+        are left out with an UncountedWarning."""
         weights, parts, missing = self.weights, {}, []
+        repeat = float(waves(values.get("work_items", 1.0), self.resident_items))
         for name, value in values.items():
-            if value:
-                if name in weights:
-                    parts[name] = weights[name] * value
-                else:
-                    missing.append(name)
+            group = term_group(name)
+            if not value or group == "context":
+                continue
+            if name in weights:
+                parts[name] = weights[name] * value * (repeat if group == "item" else 1.0)
+            else:
+                missing.append(name)
         if missing:
             warnings.warn(f"the profile for {self.device} has no weight for {sorted(missing)} "
                           "(no measurement kernel exercised them); they count as zero",
@@ -84,6 +90,7 @@ class Profile:
                         for name, w in self.weights.items()},
             "fit": self.fit,
             **({} if self.overlap is None else {"overlap": self.overlap}),
+            **({} if self.resident_items is None else {"resident_items": self.resident_items}),
         }
 
     def save(self, path) -> Path:
@@ -129,10 +136,16 @@ def load_profile(path) -> Profile:
                                  or not exponent >= 1 or not math.isfinite(exponent)):
         raise KernelcastError(f"{path}: overlap {exponent!r} is not an exponent of at least "
                               "1 of a kernelcast profile")
+    resident = doc.get("resident_items")
+    if resident is not None and (model != "kernelcast" or isinstance(resident, bool)
+                                 or not isinstance(resident, int) or resident < 1):
+        raise KernelcastError(f"{path}: resident_items {resident!r} is not a positive "
+                              "integer of a kernelcast profile")
     store = doc.get("store", "")
     if store:
         store = os.path.normpath(path.parent / store)
     return Profile(weights, doc["device"], doc["driver"], doc["backend"],
                    doc.get("suite", ""), store, model,
                    doc.get("fit", {}), doc.get("kernelcast_version", ""),
-                   doc.get("created_at", ""), None if exponent is None else float(exponent))
+                   doc.get("created_at", ""), None if exponent is None else float(exponent),
+                   resident)
