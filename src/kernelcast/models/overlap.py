@@ -73,7 +73,7 @@ def overlap(constant, totals, items, q: float):
 
 
 class OverlapModel:
-    """t ≈ c + (T^q + L·waves^q)^(1/q) with non-negative weights, fitted in log space; the
+    """t ≈ c + (T^q + (L·waves)^q)^(1/q) with non-negative weights, fitted in log space; the
     interface is LinearModel's (``fit`` returns self, ``predict`` checks the features).
 
     With *resident* the device's resident work-items are given; with *compute_units* they
@@ -98,12 +98,11 @@ class OverlapModel:
         groups = term_groups(names)
         context = ~(groups[0] | groups[1] | groups[2])
         work_items = _work_items(X, names)
-        if self.resident is not None or work_items is None:
-            candidates = [self.resident if work_items is not None else None]
-        elif self.compute_units is not None:
-            candidates = [self.compute_units * k for k in ITEMS_PER_UNIT]
+        if work_items is None or self.resident is not None:
+            candidates = [None if work_items is None else self.resident]
         else:
-            candidates = [None]
+            candidates = ([None] if self.compute_units is None else
+                          [self.compute_units * k for k in ITEMS_PER_UNIT])
         best = None
         for resident in candidates:
             A = X.copy()
