@@ -35,6 +35,9 @@ term_groups, waves, overlap, OverlapModel.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from kernelcast.errors import KernelcastError
@@ -46,6 +49,7 @@ CONTEXT_TERMS = ("work_items",)
 ITEMS_PER_UNIT = (512, 1024, 2048, 4096)
 
 
+@functools.lru_cache(maxsize=4096)
 def term_group(name: str) -> str:
     """The group of a term: "constant", "item" (per work-item), "context" (no weight) or
     "total"."""
@@ -61,15 +65,17 @@ def term_groups(names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def waves(work_items, resident):
     """ceil(work_items / resident): how many times a launch's work-items run their chains
-    one after another; 1 where *resident* is None."""
+    one after another; 1 where *resident* is None. A float for a number, else an array."""
+    if isinstance(work_items, int | float):  # one prediction: no array overhead
+        return 1.0 if resident is None else float(math.ceil(work_items / resident))
     if resident is None:
         return np.ones_like(np.asarray(work_items, dtype=float))
     return np.ceil(np.asarray(work_items, dtype=float) / resident)
 
 
 def overlap(constant, totals, items, q: float):
-    """c + (T^q + L^q)^(1/q), elementwise."""
-    return constant + (np.power(totals, q) + np.power(items, q)) ** (1.0 / q)
+    """c + (T^q + L^q)^(1/q), elementwise (numbers or arrays)."""
+    return constant + (totals ** q + items ** q) ** (1.0 / q)
 
 
 class OverlapModel:

@@ -53,27 +53,27 @@ class Profile:
         the parts keep their proportions. Nonzero properties the profile has no weight for
         are left out with an UncountedWarning."""
         weights, parts, missing = self.weights, {}, []
-        repeat = float(waves(values.get("work_items", 1.0), self.resident_items))
+        repeat = waves(float(values.get("work_items", 1.0)), self.resident_items)
+        sums = {"constant": 0.0, "item": 0.0, "total": 0.0}  # one pass: a hot path
         for name, value in values.items():
             group = term_group(name)
             if not value or group == "context":
                 continue
-            if name in weights:
-                parts[name] = weights[name] * value * (repeat if group == "item" else 1.0)
-            else:
+            if name not in weights:
                 missing.append(name)
+                continue
+            part = weights[name] * value * (repeat if group == "item" else 1.0)
+            parts[name] = part
+            sums[group] += part
         if missing:
             warnings.warn(f"the profile for {self.device} has no weight for {sorted(missing)} "
                           "(no measurement kernel exercised them); they count as zero",
                           UncountedWarning, stacklevel=3)
-        if self.overlap is not None and self.overlap != 1:
-            group = {k: term_group(k) for k in parts}
-            items = sum(v for k, v in parts.items() if group[k] == "item")
-            totals = sum(v for k, v in parts.items() if group[k] == "total")
-            if items > 0 and totals > 0:
-                factor = overlap(0.0, totals, items, self.overlap) / (totals + items)
-                parts = {k: v if group[k] == "constant" else v * factor
-                         for k, v in parts.items()}
+        items, totals = sums["item"], sums["total"]
+        if self.overlap is not None and self.overlap != 1 and items > 0 and totals > 0:
+            factor = overlap(0.0, totals, items, self.overlap) / (totals + items)
+            parts = {k: v if term_group(k) == "constant" else v * factor
+                     for k, v in parts.items()}
         return parts
 
     def predict_values(self, values: dict[str, float]) -> float:
