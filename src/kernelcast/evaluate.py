@@ -21,7 +21,7 @@ import pandas as pd
 from kernelcast import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.models.features import features, fit_suites
-from kernelcast.models.linear import LinearModel, relative_errors
+from kernelcast.models.linear import LinearModel, geometric_mean, relative_errors
 from kernelcast.models.overlap import OVERLAP_Q, OverlapModel, term_group
 from kernelcast.models.profile import Profile
 from kernelcast.properties import Properties, extract_properties
@@ -47,11 +47,6 @@ def explain(knl, params: dict, profile: Profile) -> dict[str, float]:
     ``predict``."""
     parts = profile.contributions(_values(knl, params, profile.model))
     return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
-
-
-def geometric_mean(values) -> float:
-    values = np.clip(np.asarray(values, float), 1e-12, None)
-    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
 
 
 class PropertyCache:

@@ -18,7 +18,7 @@ to 19% in geometric mean); log error is symmetric, and the linear tail keeps the
 properties cannot explain (pow-bound arithmetic, four times off) from pulling every weight.
 Errors beyond the noise are all misfit, so *s* is the noise and not a tuning knob.
 
-Public names: LinearModel, relative_errors, fitted_matrix.
+Public names: LinearModel, relative_errors, geometric_mean, fitted_matrix.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ def relative_errors(predicted, measured) -> np.ndarray:
     """|predicted - measured| / measured, elementwise."""
     predicted, measured = np.asarray(predicted, float), np.asarray(measured, float)
     return np.abs(predicted - measured) / measured
+
+
+def geometric_mean(values) -> float:
+    values = np.clip(np.asarray(values, float), 1e-12, None)
+    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
 
 
 class LinearModel:

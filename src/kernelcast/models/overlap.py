@@ -41,7 +41,8 @@ import math
 import numpy as np
 
 from kernelcast.errors import KernelcastError
-from kernelcast.models.linear import LinearModel, _matrix, fitted_matrix
+from kernelcast.models.linear import (LinearModel, _matrix, fitted_matrix, geometric_mean,
+                                      relative_errors)
 
 OVERLAP_Q = 1.5
 CONSTANT_TERMS = ("launch",)
@@ -124,7 +125,7 @@ class OverlapModel:
             constant, total, item = groups
             ratio = overlap(A[:, constant] @ w[constant], A[:, total] @ w[total],
                             A[:, item] @ w[item], self.q)
-            error = np.mean(np.log(np.maximum(np.abs(ratio - 1.0), 1e-12)))
+            error = geometric_mean(relative_errors(ratio, np.ones_like(ratio)))
             if best is None or error < best[0]:
                 best = (error, w, resident)
         _error, self.coef_, self.resident_items_ = best
