@@ -1,6 +1,7 @@
 """The PTX that NVIDIA's OpenCL compiler makes of a few suite kernels, to see how it
 schedules their loops (docs/results.md, issue 6: why N-body's iterations do not overlap,
-whether the guarded microbenchmarks' do, and how convolution's loops are scheduled).
+whether the guarded microbenchmarks' do, how convolution's loops are scheduled, and how
+the fetch loops of a tile with halo are: finite differences, the halo microbenchmarks).
 
 Writes OUTDIR/<kernel>.cl (kernelcast's generated code) and OUTDIR/<kernel>.ptx (the
 program binary NVIDIA's OpenCL returns, which is PTX text) and prints, per kernel, the
@@ -14,13 +15,14 @@ from pathlib import Path
 import pyopencl as cl
 
 from kernelcast.measure.codegen import generate
-from kernelcast.suites.extension import chain, guarded, parallelism
+from kernelcast.suites.extension import chain, guarded, halo, parallelism
 from kernelcast.suites.kernels import convolution, finite_difference, nbody
 
 KERNELS = {"nbody": nbody(), "convolution": convolution(),
            "finite_difference": finite_difference(), "parallelism_local": parallelism("local"),
            "parallelism_columns": parallelism("columns"), "chain_special": chain("special"),
-           **{f"guarded_{v}": guarded(v) for v in ("local", "special", "global")}}
+           **{f"guarded_{v}": guarded(v) for v in ("local", "special", "global")},
+           "halo_r2": halo("r2", (32, 8)), "halo_r8": halo("r8", (64, 4))}
 
 
 def main():
@@ -34,7 +36,8 @@ def main():
         (out / f"{name}.cl").write_text(code)
         (out / f"{name}.ptx").write_text(ptx)
         print(name, "ld.shared", ptx.count("ld.shared"), "rsqrt", ptx.count("rsqrt"),
-              "branches", ptx.count("bra "))
+              "branches", ptx.count("bra "),
+              "ld.global", ptx.count("ld.global"))
 
 
 if __name__ == "__main__":

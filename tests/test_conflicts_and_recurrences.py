@@ -1,17 +1,23 @@
 """kernelcast's extra counts: local-memory bank conflicts, operations on loop-carried paths
-and on iterations a branch serializes, and the bytes a gather moves, each against counts
-worked out by hand from the kernel."""
+and on iterations a branch serializes, the loads of fetch loops whose trip count varies
+among work-items, and the bytes a gather moves, each against counts worked out by hand
+from the kernel (and the varying loads also against a brute-force count)."""
+
+from collections import Counter
 
 import loopy as lp
 import numpy as np
 import pytest
+from bruteforce import _points
+from loopy.kernel.data import HardwareConcurrentTag, LocalInameTag
 
 import kernelcast as kc
 from kernelcast.models.features import features
 from kernelcast.kernel import prepare_kernel
 from kernelcast.properties.recurrence import branching_loops
-from kernelcast.suites.extension import chain, guarded, local_reads
-from kernelcast.suites.kernels import filled_stride, nbody, transpose
+from kernelcast.suites.extension import chain, guarded, halo, local_reads
+from kernelcast.suites.kernels import (convolution, filled_stride, finite_difference,
+                                       matmul_tiled, nbody, transpose)
 from kernelcast.suites.validation import transpose_tiles
 
 
@@ -140,3 +146,58 @@ def test_a_gather_moves_what_it_touches_not_the_whole_table():
     stencil = features(kc.extract_properties(local_reads("spread", 256, np.float32)),
                        {"ng": 3, "r": 8}, "kernelcast")
     assert stencil["bytes_read"] == 4 * 3 * 256
+
+
+def _busiest_work_item_loads(tu, params):
+    """Brute force: per instruction with global loads, the executions of each work-item
+    counted point by point; where they differ among the work-items of the first
+    work-group, the most of any work-item times the instruction's global loads."""
+    knl = prepare_kernel(tu).kernel
+    total = 0
+    for insn in knl.instructions:
+        if not isinstance(insn, lp.Assignment):
+            continue
+        loads = sum(1 for name in insn.read_dependency_names() if name in knl.arg_dict
+                    and isinstance(knl.arg_dict[name], lp.ArrayArg))
+        hardware = sorted(i for i in insn.within_inames
+                          if knl.iname_tags_of_type(i, HardwareConcurrentTag))
+        local = [i for i in hardware if knl.iname_tags_of_type(i, LocalInameTag)]
+        if not loads or not local:
+            continue
+        runs = Counter(tuple(p[i] for i in hardware)
+                       for p in _points(knl, insn.within_inames, params))
+        first_group = [count for item, count in runs.items()
+                       if all(v == 0 for i, v in zip(hardware, item) if i not in local)]
+        if len(set(first_group)) > 1:
+            total += loads * max(runs.values())
+    return total
+
+
+@pytest.mark.parametrize("build, params, expected", [
+    # an 18×18 tile for 16×16 work-items: two fetch iterations along each axis for lid < 2
+    (lambda: finite_difference(), {"n": 48}, 4),
+    # 22×22 tiles of three colour planes, fetched once for each of three images
+    (lambda: convolution(), {"n": 32}, 3 * 3 * 2 * 2),
+    # (4 + 16) × (64 + 16): five rows for every work-item, one or two columns
+    (lambda: halo("r8", (64, 4), np.float32), {"n": 128}, 5 * 2),
+    (lambda: halo("r3", (32, 8), np.float64), {"n": 64}, 2 * 2),
+    # 24 rows of b for 16 rows of work-items, in each of the 96 / 24 steps along k
+    (lambda: matmul_tiled((24, 16), np.float32), {"n": 96, "m": 96, "l": 96}, 4 * 2),
+])
+def test_fetch_loops_that_vary_among_work_items_count_the_busiest_ones_loads(
+        build, params, expected):
+    knl = build()
+    assert _busiest_work_item_loads(knl, params) == expected
+    assert _extent(knl, params)["varying_global_loads"] == expected
+
+
+@pytest.mark.parametrize("build, params", [
+    (lambda: matmul_tiled((16, 16), np.float32), {"n": 96, "m": 96, "l": 96}),
+    # a size that is no multiple of the tiles cuts the last step short: an edge, not a loop
+    # whose trip count varies
+    (lambda: matmul_tiled((16, 16), np.float32), {"n": 100, "m": 100, "l": 100}),
+    (lambda: guarded("global", 256, np.float32), {"ng": 2, "m": 300}),
+    (lambda: nbody(256, np.float32), {"n": 300}),
+])
+def test_loops_that_every_work_item_runs_alike_count_no_varying_loads(build, params):
+    assert _extent(build(), params)["varying_global_loads"] == 0

@@ -73,8 +73,12 @@ def test_special_functions_on_serial_paths_take_the_kernels_precision():
 
     props = kc.extract_properties(nbody(256))
     ext = features(props, {"n": 1024}, "kernelcast")
-    assert ext["item_serial_special_f32"] == pytest.approx(1024)  # one rsqrt per pair
-    assert "item_serial_special_f64" not in ext
+    # one rsqrt per pair, on the path through a branch-serialized iteration, counted with
+    # the special functions on loop-carried paths (N-body has none)
+    assert ext["item_recurrence_special_f32"] == pytest.approx(1024)
+    assert "item_recurrence_special_f64" not in ext
+    assert ext["item_recurrence_local_loads"] == pytest.approx(1024)
+    assert "item_serial_global_loads" not in ext
 
 
 def test_the_kernelcast_model_needs_gpu_suites():

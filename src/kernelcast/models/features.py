@@ -24,10 +24,17 @@ aside), its per-work-item terms overlapping its totals instead of adding to them
   small its totals; with many work-items these terms vanish beside the totals.
   ``item_recurrence_*`` count, per work-item, the operations on loop-carried paths
   (kernelcast.properties.recurrence): a step of ``x = rsqrt(x) + c`` or ``j = tile[j]``
-  waits for the one before, so these take their latency. ``item_serial_*`` count, per
-  work-item, the loads and special functions on the path through one iteration of a loop
-  that has a branch in every iteration (a condition on the loop index): the compiler
-  leaves each iteration in its own branch, so an iteration also waits for its own loads.
+  waits for the one before, so these take their latency. The loads and special
+  functions on the path through one iteration of a loop that has a branch in every
+  iteration (a condition on the loop index) wait as well: the compiler leaves each
+  iteration in its own branch, so an iteration also waits for its own loads. Their local
+  loads and special functions add to the ``item_recurrence_*`` counts, since they take
+  the same latency (one weight for both lowered the cross-validated error on both GPUs
+  and backends, docs/results.md); their global loads, from L2 where the recurrences
+  chase through DRAM, are ``item_serial_global_loads``.
+  ``item_varying_global_loads`` counts the global loads in loops whose trip count differs
+  among a work-group's work-items (the fetch of a tile with halo), for the work-item that
+  runs the most iterations: each iteration is a branch, and waits for its load.
   A launch with more work-items than the device holds at once runs these chains in
   waves; ``work_items``, a value without a weight, tells the model how many
   (kernelcast.models.overlap).
@@ -62,8 +69,7 @@ EXTENDED_FEATURES = (
     *(f"item_flops_{p}" for p in _PRECISIONS), "item_barriers",
     *(f"item_recurrence_{kind}" for kind in RECURRENCE_KINDS if kind != "special"),
     *(f"item_recurrence_special_{p}" for p in _PRECISIONS),
-    *(f"item_serial_{kind}" for kind in SERIAL_KINDS if kind != "special"),
-    *(f"item_serial_special_{p}" for p in _PRECISIONS))
+    "item_serial_global_loads", "item_varying_global_loads")
 
 _PER_ITEM = {
     "loads_coalesced": "global loads of stride 0 or 1",
@@ -81,16 +87,15 @@ FEATURE_UNITS = {
     **{f"item_flops_{p}": f"{p} floating-point operations per work-item" for p in _PRECISIONS},
     "item_barriers": "barriers per work-item",
     "item_recurrence_flops": "floating-point operations on loop-carried paths per work-item",
-    **{f"item_recurrence_special_{p}": f"{p} special functions on loop-carried paths per "
-       "work-item" for p in _PRECISIONS},
-    "item_recurrence_local_loads": "local loads on loop-carried paths per work-item",
+    **{f"item_recurrence_special_{p}": f"{p} special functions on loop-carried paths and on "
+       "paths through branch-serialized iterations per work-item" for p in _PRECISIONS},
+    "item_recurrence_local_loads": "local loads on loop-carried paths and on paths through "
+                                   "branch-serialized iterations per work-item",
     "item_recurrence_global_loads": "global loads on loop-carried paths per work-item",
-    **{f"item_serial_special_{p}": f"{p} special functions on paths through "
-       "branch-serialized iterations per work-item" for p in _PRECISIONS},
-    "item_serial_local_loads": "local loads on paths through branch-serialized iterations "
-                               "per work-item",
     "item_serial_global_loads": "global loads on paths through branch-serialized iterations "
                                 "per work-item",
+    "item_varying_global_loads": "global loads in loops whose trip count varies among a "
+                                 "work-group's work-items, of the work-item with the most",
 }
 
 
@@ -161,12 +166,17 @@ def _per_item_feature(name: str) -> str | None:
     return None
 
 
-_ITEM_ZERO = dict.fromkeys((name for name in EXTENDED_FEATURES if name.startswith("item_")),
-                           0.0)
-# (extent key, feature) of the counts on recurrence and serialized paths
-_PATHS = tuple((f"{prefix}_{kind}", f"item_{prefix}_{kind}")
-               for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS))
-               for kind in kinds)
+_ITEM_ZERO = dict.fromkeys((name for name in EXTENDED_FEATURES if name.startswith("item_")
+                            and name != "item_varying_global_loads"), 0.0)
+# (extent key, feature) of the counts on recurrence and serialized paths: a local load or
+# a special function waits as long on either, so they share a weight; a global load on a
+# serialized path reads L2 where a recurrence's chases through DRAM
+_PATHS = tuple(
+    (f"{prefix}_{kind}",
+     "item_serial_global_loads" if (prefix, kind) == ("serial", "global_loads")
+     else f"item_recurrence_{kind}")
+    for prefix, kinds in (("recurrence", RECURRENCE_KINDS), ("serial", SERIAL_KINDS))
+    for kind in kinds)
 _SPECIAL_OPS = {p: tuple(f"{op}_{p}" for op in ("special", "pow")) for p in _PRECISIONS}
 
 
@@ -188,11 +198,14 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
     for key, feature in _PATHS:
         count = extent.get(key, 0.0)
         if feature.endswith("_special"):
-            per_item[f"{feature}_f32"] = count * share
-            per_item[f"{feature}_f64"] = count * (1.0 - share)
+            per_item[f"{feature}_f32"] += count * share
+            per_item[f"{feature}_f64"] += count * (1.0 - share)
         else:
-            per_item[feature] = count
+            per_item[feature] += count
     result = dict(values)
+    varying = extent.get("varying_global_loads", 0.0)
+    if varying:  # already per work-item: the busiest one's
+        result["item_varying_global_loads"] = varying
     for name, value in (("bytes_read", _moved(extent, "read")),
                         ("bytes_written", _moved(extent, "written")),
                         ("local_conflicts", extent.get("local_conflicts", 0.0))):

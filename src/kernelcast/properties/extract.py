@@ -50,7 +50,8 @@ from kernelcast.kernel import PreparedKernel, prepare_kernel
 from kernelcast.properties.accesses import find_access_sites, lid0_stride, local_bank_passes
 from kernelcast.properties.footprint import Footprint, utilization
 from kernelcast.properties.recurrence import (RECURRENCE_KINDS, SERIAL_KINDS, branching_loops,
-                                              recurrence_ops, serial_ops)
+                                              recurrence_ops, sequential_inames, serial_ops,
+                                              varying_loops)
 from kernelcast.properties.result import AccessInfo, Properties
 from kernelcast.properties.vocabulary import (
     ACCESS_BITS,
@@ -125,9 +126,11 @@ class _Extraction:
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
         # for kernelcast's model: local-memory passes beyond one per access (bank
         # conflicts), operations on loop-carried paths and on the paths through iterations
-        # that a branch serializes (kernelcast.properties.recurrence)
+        # that a branch serializes (kernelcast.properties.recurrence); and, not a total
+        # but per work-item, the global loads of the work-item that runs the most
+        # iterations of loops whose trip count varies among work-items
         self.extent: dict[str, isl.PwQPolynomial] = {
-            "local_conflicts": self.zero,
+            "local_conflicts": self.zero, "varying_global_loads": self.zero,
             **{f"recurrence_{kind}": self.zero for kind in RECURRENCE_KINDS},
             **{f"serial_{kind}": self.zero for kind in SERIAL_KINDS}}
         self.local_size = tuple(
@@ -235,6 +238,21 @@ class _Extraction:
             name = arith_name(opname, kind)
             self.totals[name] = self.totals[name] + runs * (self.zero + per_run)
 
+    def _most_iterations(self, insn, domain: isl.Set) -> isl.PwQPolynomial:
+        """An upper bound of the executions of *insn* by one work-item, if it lies in a
+        loop whose trip count varies among work-items (zero otherwise): the product of
+        the ranges of its sequential loops, exact for the rectangular fetch loops that
+        Loopy generates."""
+        if not varying_loops(self.knl, insn, self.reference):
+            return self.zero
+        most = self.one
+        for iname in sequential_inames(self.knl, insn):
+            pos = domain.find_dim_by_name(dim_type.set, iname)
+            span = (isl.PwQPolynomial.from_pw_aff(domain.dim_max(pos).align_params(self.space))
+                    - isl.PwQPolynomial.from_pw_aff(domain.dim_min(pos).align_params(self.space)))
+            most = most * (span + self.one)
+        return most
+
     # }}}
 
     def run(self) -> Properties:
@@ -258,7 +276,13 @@ class _Extraction:
                 for kind, per_run in ops.items():
                     name = f"{prefix}_{kind}"
                     self.extent[name] = self.extent[name] + runs.scale_val(isl.Val(per_run))
-            for site in find_access_sites(self.knl, insn):
+            sites_here = find_access_sites(self.knl, insn)
+            global_loads = sum(site.space == "global" and site.direction == "load"
+                               for site in sites_here)
+            if global_loads:
+                self.extent["varying_global_loads"] = self.extent["varying_global_loads"] + (
+                    self._most_iterations(insn, domain).scale_val(isl.Val(global_loads)))
+            for site in sites_here:
                 site_runs = reached if site.in_condition else runs
                 if site.bits not in ACCESS_BITS:
                     warnings.warn(f"kernel {self.knl.name!r}: {site.bits}-bit accesses to "

@@ -23,7 +23,18 @@ path through one iteration, following the private temporaries the iteration comp
 are left to the other counts: counted too, and told apart by the ``guarded`` polynomial
 microbenchmarks, they did not lower the cross-validated error (docs/results.md).
 
-Public names: RECURRENCE_KINDS, SERIAL_KINDS, recurrence_ops, serial_ops.
+A loop whose trip count differs among a work-group's work-items (Loopy's fetch of a tile
+larger than its work-group: ``for (k = 0; k <= 1 + (15*lid + 1)/16 - lid; ++k)``) has a
+branch in every iteration for the same reason, on the work-item's own bound: the compiler
+unrolls it into iterations that each wait for their own load before the next is issued
+(finite differences' fetch in data/h100/ptx/: a global load, a local store and a branch,
+four times over). ``varying_loops(knl, insn, domain)`` finds such loops of *insn*; the
+extraction counts the global loads of the work-item that runs the most of their
+iterations (kernelcast.properties.extract), since its work-group waits for it at the
+barrier that follows a fetch.
+
+Public names: RECURRENCE_KINDS, SERIAL_KINDS, recurrence_ops, serial_ops, varying_loops,
+sequential_inames.
 """
 
 from __future__ import annotations
@@ -31,10 +42,11 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+import islpy as isl
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.kernel.data import AddressSpace
+from loopy.kernel.data import AddressSpace, GroupInameTag, LocalInameTag
 from loopy.kernel.instruction import Assignment
 from loopy.symbolic import get_dependencies
 
@@ -82,7 +94,7 @@ def _path(knl, expr, var: str, is_float: bool, counts: Counter) -> bool:
     return on
 
 
-def _sequential(knl: lp.LoopKernel, insn) -> set[str]:
+def sequential_inames(knl: lp.LoopKernel, insn) -> set[str]:
     return {i for i in insn.within_inames
             if not knl.iname_tags_of_type(i, lp.kernel.data.HardwareConcurrentTag)}
 
@@ -92,7 +104,7 @@ def _recurrence_var(knl: lp.LoopKernel, insn) -> str | None:
     if not isinstance(insn, Assignment) or not isinstance(insn.assignee, prim.Variable):
         return None
     var = insn.assignee.name
-    if (var not in knl.temporary_variables or not _sequential(knl, insn)
+    if (var not in knl.temporary_variables or not sequential_inames(knl, insn)
             or var not in get_dependencies(insn.expression)):
         return None
     return var
@@ -118,8 +130,8 @@ def _carried(knl: lp.LoopKernel, insn, var: str) -> set[str]:
     over k only)."""
     starts = [w for w in knl.instructions if w.id != insn.id and var in w.assignee_var_names()
               and var not in w.read_dependency_names()]
-    enclosing = set().union(*(_sequential(knl, w) for w in starts))
-    return _sequential(knl, insn) - enclosing
+    enclosing = set().union(*(sequential_inames(knl, w) for w in starts))
+    return sequential_inames(knl, insn) - enclosing
 
 
 def branching_loops(knl: lp.LoopKernel) -> frozenset[str]:
@@ -127,7 +139,7 @@ def branching_loops(knl: lp.LoopKernel) -> frozenset[str]:
     branch in every iteration."""
     return frozenset(
         iname for insn in knl.instructions for pred in insn.predicates
-        for iname in _sequential(knl, insn) & get_dependencies(pred))
+        for iname in sequential_inames(knl, insn) & get_dependencies(pred))
 
 
 def _longest(paths) -> Counter:
@@ -143,7 +155,7 @@ class _SerialPath:
         self.writers = {}  # private temporaries written within the iteration
         for insn in knl.instructions:
             if (isinstance(insn, Assignment) and isinstance(insn.assignee, prim.Variable)
-                    and inames <= _sequential(knl, insn)
+                    and inames <= sequential_inames(knl, insn)
                     and insn.assignee.name in knl.temporary_variables):
                 self.writers.setdefault(insn.assignee.name, []).append(insn)
         self.visiting: set[str] = set()
@@ -182,3 +194,48 @@ def serial_ops(knl: lp.LoopKernel, insn, loops: frozenset[str] | None = None) ->
     if not inames:
         return Counter()
     return +_SerialPath(knl, inames).of(insn.expression, var)
+
+
+# a size at which the tiles of every group size a kernel is likely to use fit exactly
+_DIVISIBLE_SIZE = 2 ** 8 * 3 ** 2 * 5 * 7
+
+
+def varying_loops(knl: lp.LoopKernel, insn, reference: dict[str, int]) -> frozenset[str]:
+    """Sequential loops of *insn* whose trip count differs among the work-items of an
+    interior work-group: the first work-group, with every size a multiple of the tiles
+    (or at the *reference* sizes where the kernel's assumptions do not allow that), so
+    that loops and iterations cut short only at the edge of the data do not count, nor
+    conditions on single iterations (the domain here leaves out the predicates)."""
+    dim = isl.dim_type
+    local = [i for i in insn.within_inames if knl.iname_tags_of_type(i, LocalInameTag)]
+    seq = sequential_inames(knl, insn)
+    if not local or not seq:
+        return frozenset()
+    domain = knl.get_inames_domain(insn.within_inames).project_out_except(
+        insn.within_inames, [dim.set])
+    for name in insn.within_inames:
+        if knl.iname_tags_of_type(name, GroupInameTag):
+            domain = domain.fix_val(dim.set, domain.find_dim_by_name(dim.set, name), 0)
+    for sizes in (dict.fromkeys(reference, _DIVISIBLE_SIZE), reference):
+        fixed = domain
+        for name, value in sizes.items():
+            pos = fixed.find_dim_by_name(dim.param, name)
+            if pos >= 0:
+                fixed = fixed.fix_val(dim.param, pos, value)
+        if not fixed.is_empty():
+            break
+    domain = fixed
+    varying = set()
+    for iname in seq:
+        pair = domain.project_out_except([iname, *local], [dim.set])
+        for name in local:  # the local ids become parameters of the loop's bounds
+            pair = pair.move_dims(dim.param, pair.dim(dim.param), dim.set,
+                                  pair.find_dim_by_name(dim.set, name), 1)
+        pos = pair.find_dim_by_name(dim.set, iname)
+        context = pair.params()
+        ids = [pair.find_dim_by_name(dim.param, name) for name in local]
+        for bound in (pair.dim_max(pos), pair.dim_min(pos)):
+            bound = bound.gist_params(context).coalesce()
+            if any(bound.involves_dims(dim.param, i, 1) for i in ids):
+                varying.add(iname)
+    return frozenset(varying)

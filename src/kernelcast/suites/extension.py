@@ -44,11 +44,20 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   per load, so its loads and its flops cannot be told apart; here the ratio goes from 3
   to 33. Only the add to the sum carries a step to the next.
 
+- ``halo``: a cross of 2r + 1 values in each direction summed from a tile of the
+  work-group's (gy + 2r) × (gx + 2r) block, prefetched into local memory with its halo
+  (out[i, j] = Σ_k u[i+k, j+r] + u[i+r, j+k]), for r = 2, 3, 4, 8 and group shapes
+  32 × 8 and 64 × 4. A tile larger than its work-group makes Loopy's fetch loop run once
+  or twice (up to five times) depending on the work-item, and NVIDIA's compilers leave
+  each such iteration in its own branch, so a work-item's loads of the tile wait for one
+  another (kernelcast.properties.recurrence.varying_loops). From one work-group to
+  millions, from L2 to DRAM.
+
 They were written after the validation and test kernels had shown these behaviours; no
 validation or test kernel is among them, and they are never evaluated on
 (docs/suites.md).
 
-Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded, intensity.
+Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded, intensity, halo.
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.symbolic import TypeCast, parse
 
-from kernelcast.suites.kernels import _literal, _make, _split_1d
+from kernelcast.suites.kernels import _literal, _make, _split_1d, _split_2d
 from kernelcast.suites.suite import KernelClass, Suite
 
 PARALLELISM_VARIANTS = ("columns", "rows", "local")
@@ -74,6 +83,8 @@ _INTENSITY = {f"{source}{d}": (source, d) for source in ("local", "global")
               for d in INTENSITY_DEGREES}  # variant -> (where values come from, degree)
 INTENSITY_VARIANTS = tuple(_INTENSITY)
 INTENSITY_COEFFICIENT = 0.25  # of every Horner step: p = p·v + c, from p = c
+HALO_RADII = (2, 3, 4, 8)
+HALO_VARIANTS = tuple(f"r{r}" for r in HALO_RADII)
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
 
 
@@ -263,6 +274,21 @@ def intensity(variant: str, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
+def halo(variant: str, gsize=(32, 8), dtype=np.float32):
+    """out[i, j] = Σ_{k ≤ 2r} u[i+k, j+r] + u[i+r, j+k] through a local tile with halo."""
+    if variant not in HALO_VARIANTS:
+        raise ValueError(f"unknown halo variant {variant!r}; known: {HALO_VARIANTS}")
+    r = int(variant[1:])
+    knl = _make(f"{{[i,j,k]: 0<=i,j<n and 0<=k<={2 * r}}}",
+                f"out[i, j] = sum(k, u[i+k, j+{r}] + u[i+{r}, j+k])",
+                [lp.GlobalArg("u", dtype, shape=(f"n+{2 * r}", f"n+{2 * r}")),
+                 lp.GlobalArg("out", dtype, shape=("n", "n")), "..."],
+                name=f"halo_{variant}", assumptions="n >= 1")
+    knl = _split_2d(knl, "i", "j", gsize)
+    return lp.add_prefetch(knl, "u", ["i_inner", "j_inner", "k"], fetch_bounding_box=True,
+                           default_tag="l.auto")
+
+
 def _dtype(case):
     return np.dtype(case.dtype).type
 
@@ -298,6 +324,17 @@ def _guarded_sizes(variant, p):
 def _intensity_sizes(variant, p):
     """As the chain class, with at most 2^25 values in all (2^29 flops at degree 16)."""
     return [s for s in _chain_sizes("", p) if s["ng"] * 256 * s["m"] <= 2 ** 25]
+
+
+def _halo_sizes(variant, p):
+    """n × n outputs, n = 2^(p+2t), t = 0..4: a few work-groups to far beyond L2."""
+    return [{"n": 2 ** (p + 2 * t)} for t in range(5)]
+
+
+def _ref_halo(case, args):
+    u, n = args["u"], args["n"]
+    r = int(case.variant[1:])
+    return {"out": sum(u[k:k + n, r:r + n] + u[r:r + n, k:k + n] for k in range(2 * r + 1))}
 
 
 def _ref_local_reads(case, args):
@@ -410,4 +447,8 @@ EXTENSION = Suite("extension", (
                 lambda c: intensity(c.variant, c.group_size[0], _dtype(c)), _intensity_sizes,
                 (0, 1), group_sizes=((256, 1),), reference=_ref_intensity,
                 check_params={"ng": 2, "m": 300}),
+    KernelClass("halo", "kernelcast: tiles with halos (fetch loops)", HALO_VARIANTS,
+                lambda c: halo(c.variant, c.group_size, _dtype(c)), _halo_sizes, (5, 6),
+                group_sizes=((32, 8), (64, 4)), reference=_ref_halo,
+                check_params={"n": 77}),
 ))
