@@ -245,6 +245,8 @@ class _Extraction:
         Loopy generates."""
         if not varying_loops(self.knl, insn, self.reference):
             return self.zero
+        if isinstance(domain, isl.BasicSet):
+            domain = domain.to_set()
         most = self.one
         for iname in sequential_inames(self.knl, insn):
             pos = domain.find_dim_by_name(dim_type.set, iname)

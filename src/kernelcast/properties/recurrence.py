@@ -213,6 +213,8 @@ def varying_loops(knl: lp.LoopKernel, insn, reference: dict[str, int]) -> frozen
         return frozenset()
     domain = knl.get_inames_domain(insn.within_inames).project_out_except(
         insn.within_inames, [dim.set])
+    if isinstance(domain, isl.BasicSet):
+        domain = domain.to_set()
     for name in insn.within_inames:
         if knl.iname_tags_of_type(name, GroupInameTag):
             domain = domain.fix_val(dim.set, domain.find_dim_by_name(dim.set, name), 0)
