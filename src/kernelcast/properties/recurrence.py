@@ -28,7 +28,7 @@ larger than its work-group: ``for (k = 0; k <= 1 + (15*lid + 1)/16 - lid; ++k)``
 branch in every iteration for the same reason, on the work-item's own bound: the compiler
 unrolls it into iterations that each wait for their own load before the next is issued
 (finite differences' fetch in data/h100/ptx/: a global load, a local store and a branch,
-four times over). ``varying_loops(knl, insn, domain)`` finds such loops of *insn*; the
+four times over). ``varying_loops(knl, insn, reference)`` finds such loops of *insn*; the
 extraction counts the global loads of the work-item that runs the most of their
 iterations (kernelcast.properties.extract), since its work-group waits for it at the
 barrier that follows a fetch.
