@@ -7,6 +7,9 @@ Writes OUTDIR/<kernel>.cl (kernelcast's generated code) and OUTDIR/<kernel>.ptx 
 program binary NVIDIA's OpenCL returns, which is PTX text) and prints, per kernel, the
 shared-memory loads, rsqrt instructions and branches in the PTX. Needs the NVIDIA GPU.
 Run on the device: python3 benchmarks/device_ptx.py OUTDIR
+
+PTX does not show which branches the compilers later predicate away: for the machine code
+that runs, see benchmarks/device_sass.py.
 """
 
 import sys
