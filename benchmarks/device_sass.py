@@ -35,7 +35,7 @@ from kernelcast.suites.kernels import convolution, finite_difference, nbody
 KERNELS = {"nbody": nbody(), "convolution": convolution(),
            "finite_difference": finite_difference(),
            **{f"guarded_{v}": guarded(v) for v in ("local", "special", "global", "poly4",
-                                                   "poly16")},
+                                                   "poly16", "tiled16")},
            "guarded_special_f64": guarded("special", dtype=np.float64),
            **{f"chain_{v}": chain(v) for v in ("fma", "special", "local")},
            "intensity_local1": intensity("local1"), "parallelism_local": parallelism("local"),

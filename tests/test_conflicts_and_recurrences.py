@@ -101,6 +101,8 @@ def test_only_the_accumulating_add_of_nbody_is_on_a_path():
     # v = tile[(lid + k) mod g] under the condition too, then a polynomial of v
     ("poly4", {"local_loads": 1}),
     ("poly16", {"local_loads": 1}),
+    # the same steps over a tile read through an affine index, k = 256·ko + ki
+    ("tiled16", {"local_loads": 1}),
 ])
 def test_a_branch_in_every_step_puts_the_steps_loads_on_the_path(variant, expected):
     ng, m = 2, 10

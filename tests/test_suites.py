@@ -40,8 +40,8 @@ def test_kernel_matches_reference_on_pocl(case, pocl):
 
 def test_every_class_variant_and_precision_is_checked():
     checked = {(c.class_name, c.variant, c.dtype) for c in CASES}
-    # 21 measurement kernels × 2 + empty; tests; validation; extension (26 kernels × 2)
-    assert len(checked) == 43 + 4 + 9 + 52
+    # 21 measurement kernels × 2 + empty; tests; validation; extension (27 kernels × 2)
+    assert len(checked) == 43 + 4 + 9 + 54
     for kclass in MEASUREMENT.classes:
         for variant in kclass.variants:
             for dtype in kclass.dtypes or (None,):

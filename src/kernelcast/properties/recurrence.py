@@ -32,10 +32,9 @@ without a weight per branched iteration, raised the cross-validated error (mean 
 four stores) and N-body's error on every store (docs/results.md, ninth session), so the
 counts stay as they are and the fitted weights absorb the difference. Nor is the integer
 arithmetic counted that an iteration spends on an index not affine in the loop indices
-(``guarded``'s masked ``(lid + k) & 255``: about 13 ns a step on the H100, where N-body's
-affine index costs nothing): counted, its weight fitted to 0 on OpenCL and N-body got
-worse on CUDA, since no fitting kernel has a serialized load with an affine index to tell
-the two apart.
+(``guarded``'s masked ``(lid + k) & 255``: 7 to 13 ns a step on the H100, where N-body's
+affine index costs nothing; ``guarded tiled16`` measures it): counted, with or without
+the changes above, its weight fitted to 0 or N-body got worse (docs/results.md).
 
 A loop whose trip count differs among a work-group's work-items (Loopy's fetch of a tile
 larger than its work-group: ``for (k = 0; k <= 1 + (15*lid + 1)/16 - lid; ++k)``) has a

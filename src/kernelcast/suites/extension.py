@@ -33,7 +33,10 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   (v = tile[(lid + k) mod g]), ``special`` (v = rsqrt of that) and ``global``
   (v = a[k, lid], coalesced, from a table of m×g values that stays in L2), and ``poly4``
   and ``poly16`` (v = a degree-4 or -16 polynomial of the tile value, Horner, as in
-  ``intensity``). Only the add carries a step to the next; the condition, a branch in
+  ``intensity``), and ``tiled16`` (``poly16`` with k = 256·ko + ki and the tile value read
+  as tile[lid + ki] from a tile that holds the group's values twice: the same values,
+  through an index affine in the unrolled ki instead of a mask computed anew in every
+  step). Only the add carries a step to the next; the condition, a branch in
   every iteration, keeps the compiler from loading ahead, so a step also waits for its
   own load, rsqrt and polynomial (kernelcast.properties.recurrence).
 
@@ -77,7 +80,7 @@ LOCAL_READS_COUNTS = (4, 16, 64, 256)
 CHAIN_VARIANTS = ("fma", "special", "local", "global")
 CHAIN_ARRAY = 2 ** 26  # elements of the array ``global`` chases through: 256 MiB or more
 CHAIN_STEP = 4099  # elements between successive addresses of ``global``: a new line each
-GUARDED_VARIANTS = ("local", "special", "global", "poly4", "poly16")
+GUARDED_VARIANTS = ("local", "special", "global", "poly4", "poly16", "tiled16")
 INTENSITY_DEGREES = (1, 4, 16)
 _INTENSITY = {f"{source}{d}": (source, d) for source in ("local", "global")
               for d in INTENSITY_DEGREES}  # variant -> (where values come from, degree)
@@ -207,13 +210,23 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
     item = f"{g}*go + li"
     if variant not in GUARDED_VARIANTS:
         raise ValueError(f"unknown guarded variant {variant!r}; known: {GUARDED_VARIANTS}")
-    k, li, acc = prim.Variable("k"), prim.Variable("li"), prim.Variable("acc")
-    in_step = {"within_inames": frozenset({"go", "li", "k"}),
+    tiled = variant.startswith("tiled")
+    steps = ("ko", "ki") if tiled else ("k",)
+    k = prim.Variable("ko") * g + prim.Variable("ki") if tiled else prim.Variable("k")
+    li, acc = prim.Variable("li"), prim.Variable("acc")
+    in_step = {"within_inames": frozenset({"go", "li", *steps}),
                "predicates": frozenset({prim.Comparison(k, "!=", li)})}
     loads = []
     if variant == "global":
         value, fill = "a[k, li]", []
         args = [lp.GlobalArg("a", dtype, shape=("m", g))]
+    elif tiled:  # the same values as tile[(li + k) & (g - 1)], through an affine index
+        value = "tile[li + ki]"
+        fill = [f"tile[li] = a[{item}] {{id=fill}}",
+                f"tile[{g} + li] = a[{item}] {{id=fill2}}"]
+        args = [lp.TemporaryVariable("tile", dtype, shape=(2 * g,),
+                                     address_space=lp.AddressSpace.LOCAL),
+                lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
     else:
         value = f"tile[(li + k) & {g - 1}]"
         fill = [f"tile[li] = a[{item}] {{id=fill}}"]
@@ -222,20 +235,25 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
                 lp.GlobalArg("a", dtype, shape=(f"{g}*ng",))]
     if variant == "special":
         value = f"rsqrt({value})"
-    elif variant.startswith("poly"):  # the load under the condition too, once per step
+    elif variant.startswith(("poly", "tiled")):  # the load under the condition, per step
         args.append(lp.TemporaryVariable("v", dtype, address_space=lp.AddressSpace.PRIVATE))
         loads = [lp.Assignment(prim.Variable("v"), parse(value), id="load",
-                               depends_on=frozenset({"fill"}), **in_step)]
-        value = _horner("v", int(variant[4:]), dtype)
+                               depends_on=frozenset({"fill", "fill2"} if tiled
+                                                    else {"fill"}), **in_step)]
+        value = _horner("v", int(variant[5 if tiled else 4:]), dtype)
     step = lp.Assignment(acc, acc + parse(value), id="step",
                          depends_on=frozenset({"init", *(["fill"] if fill else []),
                                                *(["load"] if loads else [])}),
                          **in_step)
     instructions = [*fill, *loads, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}",
                     step, f"out[{item}] = acc {{dep=step}}"]
-    knl = _make(_groups_of(g, "m"), instructions,
+    domain = (f"{{[go, li, ko, ki]: 0<=go<ng and 0<=li<{g} and ko>=0 and 0<=ki<{g} and "
+              f"{g}*ko + ki < m}}" if tiled else _groups_of(g, "m"))
+    knl = _make(domain, instructions,
                 [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
                 name=f"guarded_{variant}", assumptions="ng >= 1 and m >= 1")
+    if tiled:
+        knl = lp.prioritize_loops(knl, "ko,ki")
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
@@ -398,6 +416,8 @@ def _ref_guarded(case, args):
         values = 1 / np.sqrt(values)
     elif case.variant.startswith("poly"):
         values = _horner_values(values, int(case.variant[4:]))
+    elif case.variant.startswith("tiled"):
+        values = _horner_values(values, int(case.variant[5:]))
     keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
