@@ -240,7 +240,7 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
         loads = [lp.Assignment(prim.Variable("v"), parse(value), id="load",
                                depends_on=frozenset({"fill", "fill2"} if tiled
                                                     else {"fill"}), **in_step)]
-        value = _horner("v", int(variant[5 if tiled else 4:]), dtype)
+        value = _horner("v", _degree(variant), dtype)
     step = lp.Assignment(acc, acc + parse(value), id="step",
                          depends_on=frozenset({"init", *(["fill"] if fill else []),
                                                *(["load"] if loads else [])}),
@@ -255,6 +255,11 @@ def guarded(variant: str, gsize=256, dtype=np.float32):
     if tiled:
         knl = lp.prioritize_loops(knl, "ko,ki")
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
+
+
+def _degree(variant: str) -> int:
+    """The polynomial degree of a ``guarded`` variant: poly4 → 4, tiled16 → 16."""
+    return int(variant.removeprefix("poly").removeprefix("tiled"))
 
 
 def _horner(value: str, degree: int, dtype) -> str:
@@ -414,10 +419,8 @@ def _ref_guarded(case, args):
     values = _step_values(args, case.variant == "global")
     if case.variant == "special":
         values = 1 / np.sqrt(values)
-    elif case.variant.startswith("poly"):
-        values = _horner_values(values, int(case.variant[4:]))
-    elif case.variant.startswith("tiled"):
-        values = _horner_values(values, int(case.variant[5:]))
+    elif case.variant.startswith(("poly", "tiled")):
+        values = _horner_values(values, _degree(case.variant))
     keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
