@@ -13,17 +13,18 @@ N-body's ``tile[k, j]`` is:
 
 Prints the time per term (from m = 512 and m = 4096) and, from the PTX compiled by the
 ``ptxas`` on the PATH, each kernel's convergence barriers (``BSSY``: iterations that stay
-branches), local loads and special-function instructions. Needs NVIDIA's OpenCL, ``ptxas``
+branches), loads and special-function instructions (device_sass.summary). Needs NVIDIA's OpenCL, ``ptxas``
 and ``cuobjdump``. Run on the device: python3 benchmarks/device_index_probe.py
 """
 
-import re
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
+
+from device_sass import sass_of, summary  # beside this file
 
 _HEAD = ("__kernel void __attribute__((reqd_work_group_size(256, 1, 1))) NAME("
          "__global float *out, __global const float *a, int m) {\n"
@@ -76,12 +77,8 @@ def main():
         ptx.write_bytes(program.binaries[0].rstrip(b"\0"))
         subprocess.run(["ptxas", "-arch=sm_90", str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
                        check=True)
-        sass = subprocess.run(["cuobjdump", "-sass", str(ptx.with_suffix(".cubin"))],
-                              capture_output=True, text=True, check=True).stdout
-    for block in sass.split("Function : ")[1:]:
-        print(f"{block.split()[0]}: BSSY {block.count('BSSY')}, LDS {block.count('LDS')}, "
-              f"MUFU {block.count('MUFU')}, instructions "
-              f"{len(re.findall(r'/[*][0-9a-f]{4}[*]/', block))}")
+        for name, sass in sass_of(ptx.with_suffix(".cubin")).items():
+            print(f"{name}: {summary(sass)}")
 
 
 if __name__ == "__main__":
