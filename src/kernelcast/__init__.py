@@ -19,7 +19,7 @@ from kernelcast.errors import (
 )
 from kernelcast.properties import PROPERTY_NAMES, UNITS, AccessInfo, Properties, extract_properties
 
-__version__ = "0.1.0"
+from kernelcast.version import __version__  # noqa: E402
 
 from kernelcast.evaluate import explain, predict  # noqa: E402
 from kernelcast.models.linear import LinearModel  # noqa: E402

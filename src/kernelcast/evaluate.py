@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kernelcast import __version__
+from kernelcast.version import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.models.features import features, fit_suites
 from kernelcast.models.linear import LinearModel, geometric_mean, relative_errors

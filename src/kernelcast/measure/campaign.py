@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernelcast import __version__
+from kernelcast.version import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.measure import protocol
 from kernelcast.measure.arrays import (
