@@ -11,7 +11,7 @@ import warnings
 
 from kernelcast.measure.backends import make_backend
 from kernelcast.suites.paper import MEASUREMENT, TEST
-from kernelcast.suites.verify import TOLERANCE, check_case
+from kernelcast.measure.verify import TOLERANCE, check_case
 
 
 def main():

@@ -87,7 +87,7 @@ def derive(gpu: str, data: Path) -> dict:
         transactions = strided["params"]["n"] ** 2 / strided["min_s"]  # the strided loads
         add = max(_rows(store, "arithmetic", "add"),
                   key=lambda r: r["params"]["n"] * r["params"]["k"])
-    from kernelcast.evaluate import case_from_row
+    from kernelcast.fitting.dataset import case_from_row
     from kernelcast.properties import extract_properties
 
     adds = extract_properties(case_from_row(add).kernel()).evaluate(add["params"])["add_f32"]
@@ -103,7 +103,9 @@ def derive(gpu: str, data: Path) -> dict:
         "max_active_blocks_per_sm": device["maxBlocksPerMultiProcessor"],
         "shared_mem_per_sm": device["sharedMemPerMultiprocessor"],
         "registers_per_sm": device["regsPerMultiprocessor"],
+        "sector_bytes": SECTOR_BYTES,
         "sources": {
+            "sector_bytes": SECTOR_SOURCE,
             "mem_ld": f"{measured}: chain global, {few} work-groups, "
                       f"{per_step * 1e9:.1f} ns per dependent load",
             "mem_bandwidth": f"{measured}: global_access copy, n={copy['params']['n']}",
@@ -117,6 +119,12 @@ def derive(gpu: str, data: Path) -> dict:
                 "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm")}},
     }
     return hw
+
+
+# not measurable by timing: the architecture's documented global-memory sector
+SECTOR_BYTES = 32
+SECTOR_SOURCE = ("CUDA C++ Programming Guide, compute capability 9.0 global memory: "
+                 "requests are served in 32-byte sectors")
 
 
 def main():

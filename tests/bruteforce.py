@@ -25,7 +25,7 @@ from pymbolic import evaluate
 from pymbolic.mapper import WalkMapper
 from pymbolic.mapper.stringifier import StringifyMapper
 
-from kernelcast.kernel import prepare_kernel
+from kernelcast.frontends.loopy import prepare_kernel
 from kernelcast.properties.vocabulary import stride_class
 
 FLOAT = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}

@@ -1,16 +1,81 @@
-"""Shared fixtures: a real OpenCL backend on PoCL, the CPU device CI has."""
+"""Shared fixtures: a real OpenCL backend on PoCL, the CPU device CI has; a CUDA backend
+where cupy and a GPU are present; and empty measurement stores of schema version 1, as
+committed under data/.
+
+Where PoCL (or pyopencl) is missing, the tests that need it are skipped, saying why and how
+to install it; where it is present, OpenCL code is compiled and run for real.
+"""
+
+import importlib.util
+import sqlite3
+from pathlib import Path
 
 import pytest
 
-from kernelcast.measure.backends import OpenCLBackend
-from kernelcast.measure.devices import opencl_devices
+POCL_PLATFORM = "portable computing language"
+INSTALL = "scripts/setup.sh installs it"
 
 
 @pytest.fixture(scope="session")
-def pocl():
-    """The OpenCL backend on PoCL's CPU device; fails (never skips) when PoCL is missing,
-    because OpenCL code is tested for real."""
+def pocl_device():
+    """The DeviceInfo of PoCL's CPU device; skips where pyopencl or PoCL is missing."""
+    if importlib.util.find_spec("pyopencl") is None:
+        pytest.skip(f"needs pyopencl and PoCL: pyopencl is not installed ({INSTALL})")
+    from kernelcast.measure.devices import opencl_devices
+
     for device in opencl_devices():
-        if "portable computing language" in device.platform.lower():
-            return OpenCLBackend(device)
-    pytest.fail("no PoCL device found; run scripts/setup.sh (it installs PoCL)")
+        if POCL_PLATFORM in device.platform.lower():
+            return device
+    pytest.skip(f"needs PoCL: the OpenCL ICD loader offers no PoCL device ({INSTALL})")
+
+
+@pytest.fixture(scope="session")
+def cuda():
+    """The CUDA backend on the first CUDA device; skips without cupy or a CUDA device."""
+    pytest.importorskip("cupy", reason="needs cupy and a CUDA device: pip install "
+                                       "'kernelcast[cuda]' on a machine with an NVIDIA GPU")
+    from kernelcast.measure.backends import CudaBackend
+    from kernelcast.measure.devices import cuda_devices
+
+    devices = cuda_devices()
+    if not devices:
+        pytest.skip("needs a CUDA device: cupy finds none (no NVIDIA GPU or driver)")
+    return CudaBackend(devices[0])
+
+
+@pytest.fixture(scope="session")
+def pocl(pocl_device):
+    """The OpenCL backend on PoCL's CPU device; skips where PoCL is missing."""
+    from kernelcast.measure.backends import OpenCLBackend
+
+    return OpenCLBackend(pocl_device)
+
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+COMMITTED_STORES = sorted(DATA.glob("*/*.sqlite"))
+
+
+@pytest.fixture
+def schema1_store():
+    """A function that makes an empty schema-1 store at *path* for *identity*, with the
+    tables, constraints and triggers of a store committed under data/ (all schema 1)."""
+    def make(path, identity):
+        source = sqlite3.connect(f"file:{COMMITTED_STORES[0]}?mode=ro", uri=True)
+        try:
+            assert source.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                                  ).fetchone() == ("1",)
+            ddl = [sql for (sql,) in source.execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+        finally:
+            source.close()
+        target = sqlite3.connect(path)
+        with target:
+            for sql in ddl:
+                target.execute(sql)
+            target.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", "1"), ("created_at", "2026-01-01T00:00:00+00:00"),
+                *((k, identity[k]) for k in ("backend", "device", "driver"))])
+        target.close()
+        return path
+    return make

@@ -1,27 +1,47 @@
 """Measurement campaigns on PoCL, for real: one committed row per case, resuming without
 re-running (also after SIGKILL), and every kind of failure recorded as a status while the
-campaign goes on."""
+campaign goes on. Also the layering of the measurement package: backends behind an abstract
+interface, no GPU library loaded by importing kernelcast, no import of the suites."""
 
+import ast
 import contextlib
 import io
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
+from pathlib import Path
 
 import loopy as lp
 import numpy as np
 from kernel_zoo import two_launches
 import pytest
 
-from kernelcast import __version__
-from kernelcast.measure.campaign import Job, measure_kernel, run_campaign, suite_jobs
-from kernelcast.measure.store import Store
+from kernelcast.errors import KernelcastError, MissingDependencyError, ParameterError
+from kernelcast.measure.arrays import SizeRangeError
+from kernelcast.measure.backends import (
+    Backend,
+    CompileError,
+    LaunchError,
+    OutOfMemory,
+    make_backend,
+)
+from kernelcast.measure.campaign import (
+    Job,
+    failure_fields,
+    measure_kernel,
+    run_campaign,
+    suite_jobs,
+)
+from kernelcast.measure.store import Store, StoreMismatchError
 from kernelcast.suites import kernels
 from kernelcast.suites.paper import MEASUREMENT_CPU
 from kernelcast.suites.suite import KernelClass
+from kernelcast.version import __version__
 
 # Few launches, and a tolerance no tiny CPU kernel misses, so that the statuses below do
 # not depend on how noisy the machine is (the protocol itself is tested in test_protocol).
@@ -137,7 +157,7 @@ def _count(db) -> int:
         return 0
 
 
-def test_a_campaign_killed_with_sigkill_resumes_where_it_stopped(tmp_path):
+def test_a_campaign_killed_with_sigkill_resumes_where_it_stopped(tmp_path, pocl_device):
     cases = [c for c in MEASUREMENT_CPU.cases({"global_access": 13})
              if c.class_name == "global_access"]
     assert len(cases) == 54  # 3 variants × 2 precisions × 9 sizes
@@ -227,17 +247,22 @@ def test_out_of_memory_is_recorded_and_the_campaign_continues(pocl, tmp_path):
     assert rows[0]["min_s"] is None and rows[0]["times_s"] is None
 
 
-def test_out_of_memory_with_a_32_bit_size_argument(pocl, tmp_path):
-    build = lambda: kernels.global_access("copy", 64)  # noqa: E731 - n is int32 here
+def test_a_size_too_large_for_a_32_bit_argument_is_out_of_range_on_any_device(pocl, tmp_path):
+    # n is int32 here; 2**40 floats would not fit in memory either, but whether a size fits
+    # the kernel's argument type does not depend on the device, so it is checked first
+    build = lambda: kernels.global_access("copy", 64)  # noqa: E731
     jobs = [_job(build, 2**40, "global_copy"), _job(_copy(), 100)]
     with Store(tmp_path / "s.sqlite", pocl.identity) as store:
-        run_campaign(jobs, pocl, store, **FAST)
+        result = run_campaign(jobs, pocl, store, **FAST)
         rows = store.rows()
-    assert [r["status"] for r in rows] == ["out_of_memory", "ok"]
-    assert "GiB" in rows[0]["message"]  # the arrays are checked first
+    assert [r["status"] for r in rows] == ["size_out_of_range", "ok"]
+    assert result.statuses == {"size_out_of_range": 1, "ok": 1}
+    assert rows[0]["message"] == ("n=1099511627776 does not fit the kernel's int32 argument "
+                                  "'n' (-2147483648 to 2147483647)")
+    assert rows[0]["min_s"] is None and rows[0]["times_s"] is None
 
 
-def test_a_value_too_large_for_its_integer_argument_is_out_of_memory(pocl, tmp_path):
+def test_a_value_too_large_for_its_integer_argument_is_size_out_of_range(pocl, tmp_path):
     def offset():
         return lp.make_kernel("{[i]: 0<=i<n}", "out[i] = a[i] + k",
                               [lp.GlobalArg("a, out", np.float32, shape="n"),
@@ -245,14 +270,32 @@ def test_a_value_too_large_for_its_integer_argument_is_out_of_memory(pocl, tmp_p
                               name="offset", lang_version=(2018, 2))
 
     jobs = [Job("offset/big", "offset", offset, {"n": 100, "k": 2**31}),
+            Job("offset/small", "offset", offset, {"n": 100, "k": -2**31 - 1}),
             Job("offset/ok", "offset", offset, {"n": 100, "k": 2**31 - 1})]
     with Store(tmp_path / "s.sqlite", pocl.identity) as store:
         run_campaign(jobs, pocl, store, **FAST)
         rows = store.rows()
-    assert rows[0]["status"] == "out_of_memory" and rows[0]["min_s"] is None
-    assert rows[1]["min_s"] > 0  # the largest int32 value is fine
+    assert [r["status"] for r in rows[:2]] == ["size_out_of_range", "size_out_of_range"]
+    assert rows[0]["min_s"] is None
+    assert rows[2]["min_s"] > 0  # the largest int32 value is fine
     assert rows[0]["message"] == ("k=2147483648 does not fit the kernel's int32 argument 'k' "
                                   "(-2147483648 to 2147483647)")
+    assert rows[1]["message"].startswith("k=-2147483649 does not fit")
+
+
+def test_any_other_error_of_a_case_is_failed_with_its_message(pocl, tmp_path):
+    # a job without the size its arrays need: a ParameterError, neither memory nor launch
+    jobs = [Job("copy/none", "copy", _copy(), {}), Job("copy/m", "copy", _copy(), {"m": 4}),
+            _job(_copy(), 100)]
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(jobs, pocl, store, **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["failed", "failed", "ok"]
+    assert result.statuses == {"failed": 2, "ok": 1}
+    assert rows[0]["message"] == ("ParameterError: the shape of argument 'a' needs a value "
+                                  "for 'n'; got []")
+    assert rows[1]["message"].endswith("needs a value for 'n'; got ['m']")
+    assert rows[0]["min_s"] is None and rows[0]["times_s"] is None
 
 
 def test_a_launch_error_is_recorded_and_the_campaign_continues(pocl, tmp_path):
@@ -267,6 +310,11 @@ def test_a_launch_error_is_recorded_and_the_campaign_continues(pocl, tmp_path):
     assert rows[0]["min_s"] is None
 
 
+def _two_sizes(variant, p, *group):
+    """The size cases of the classes below, whatever group size (if any) is passed."""
+    return [{"n": 500}, {"n": 900}]
+
+
 def _wrong_reference_class():
     """A class whose reference says 3a while its kernel computes 2a."""
     def build(case):
@@ -275,7 +323,7 @@ def _wrong_reference_class():
     def reference(case, args):
         return {"out": 3 * args["a"]}
 
-    return KernelClass("scale", "§3.1", ("",), build, lambda v, p: [{"n": 500}, {"n": 900}],
+    return KernelClass("scale", "§3.1", ("",), build, _two_sizes,
                        (0,), group_sizes=((64, 1),), dtypes=("float32",),
                        reference=reference, check_params={"n": 100})
 
@@ -302,6 +350,89 @@ def test_without_verification_the_same_kernel_is_timed(pocl, tmp_path):
     assert result.statuses == {"ok": 2}
 
 
+def _checked_class(build, check_params, name="checked"):
+    return KernelClass(name, "§3.1", ("",), lambda case: build(),
+                       _two_sizes, (0,), group_sizes=((64, 1),),
+                       dtypes=("float32",), reference=lambda case, args: {"out": args["a"]},
+                       check_params=check_params)
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    ("size_out_of_range",
+     "while checking: n=2147483648 does not fit the kernel's int32 argument 'n'"),
+    ("launch_error", "while checking: launch failed: "),
+])
+def test_a_failure_while_checking_is_recorded_for_every_case_of_the_kernel(
+        pocl, tmp_path, status, message):
+    if status == "size_out_of_range":  # checking sizes beyond the kernel's int32 n
+        checked = _checked_class(_copy(), {"n": 2**31})
+    else:  # groups larger than the device allows
+        checked = _checked_class(_copy(gsize=2 * pocl.device.max_group_size), {"n": 100})
+    cases = list(checked.cases("demo", 0))
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign([*suite_jobs(cases), _job(_copy(), 100)], pocl, store, **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == [status, status, "ok"]
+    assert result.statuses == {status: 2, "ok": 1}
+    assert all(r["message"].startswith(message) and r["min_s"] is None for r in rows[:2])
+
+
+def test_a_kernel_that_passes_its_check_is_timed(pocl, tmp_path):
+    cases = list(_checked_class(_copy(), {"n": 100}).cases("demo", 0))
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(suite_jobs(cases), pocl, store, **FAST)
+    assert result.statuses == {"ok": 2}
+
+
+@pytest.mark.parametrize(("error", "status", "message"), [
+    (OutOfMemory("needs 9 GiB"), "out_of_memory", "needs 9 GiB"),
+    (SizeRangeError("n=2 does not fit"), "size_out_of_range", "n=2 does not fit"),
+    (LaunchError("launch failed: X"), "launch_error", "launch failed: X"),
+    (CompileError("OpenCL build failed: Y"), "compile_error", "OpenCL build failed: Y"),
+    (ParameterError("no value for 'm'"), "failed", "ParameterError: no value for 'm'"),
+    (MissingDependencyError("needs cupy"), "failed", "MissingDependencyError: needs cupy"),
+    (KernelcastError("something else"), "failed", "KernelcastError: something else"),
+])
+def test_each_error_has_its_own_status(error, status, message):
+    assert failure_fields(error) == {"status": status, "message": message}
+    assert failure_fields(error, "while checking: ") == {
+        "status": status, "message": "while checking: " + message}
+
+
+def test_a_new_status_into_a_schema_1_store_stops_with_one_line_keeping_the_rows(
+        pocl, tmp_path, schema1_store):
+    path = schema1_store(tmp_path / "old.sqlite", pocl.identity)
+    jobs = [_job(_copy(), 100), _job(_copy(), 2**31), _job(_copy(), 200)]
+    with Store(path, pocl.identity) as store:
+        with pytest.raises(StoreMismatchError, match=r"schema version 1, which cannot record "
+                           r"the status 'size_out_of_range' \(copy/n=2147483648\); measure "
+                           r"into a new store \(another --db\)"):
+            run_campaign(jobs, pocl, store, **FAST)
+        rows = store.rows()
+    assert [(r["case_name"], r["status"]) for r in rows] == [("copy/n=100", "ok")]
+    with Store(tmp_path / "new.sqlite", pocl.identity) as store:  # a new store takes it
+        result = run_campaign(jobs, pocl, store, **FAST)
+    assert result.statuses == {"ok": 2, "size_out_of_range": 1}
+
+
+def test_the_statuses_on_cuda(cuda, tmp_path):
+    """The same statuses through the CUDA backend, where a GPU is present."""
+    jobs = [_job(_copy(), 1000), _job(_copy(), 2**31),
+            _job(_copy("copy64", np.int64), 2**40),
+            _job(_copy("big_groups", gsize=2 * cuda.device.max_group_size), 1000)]
+    with Store(tmp_path / "s.sqlite", cuda.identity) as store:
+        result = run_campaign(jobs, cuda, store, **FAST)
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["ok", "size_out_of_range", "out_of_memory",
+                                           "launch_error"]
+    assert result.statuses == {"ok": 1, "size_out_of_range": 1, "out_of_memory": 1,
+                               "launch_error": 1}
+    assert rows[0]["backend"] == "cuda" and rows[0]["min_s"] > 0
+    assert rows[1]["message"].startswith("n=2147483648 does not fit the kernel's int32")
+    assert "needs 8192.00 GiB" in rows[2]["message"]
+    assert rows[3]["message"].startswith("launch failed: ")
+
+
 def test_measure_kernel_names_the_job_by_kernel_and_sizes(pocl, tmp_path):
     with Store(tmp_path / "s.sqlite", pocl.identity) as store:
         result = measure_kernel(_copy(), {"n": 300}, pocl, store, **FAST)
@@ -321,3 +452,102 @@ def test_progress_goes_to_the_current_stderr(pocl, tmp_path):
             contextlib.redirect_stderr(stream):
         measure_kernel(_copy(), {"n": 300}, pocl, store, runs=6, tolerance=1.0)
     assert "[1/1 " in stream.getvalue() and "copy/n=300: ok" in stream.getvalue()
+
+
+# {{{ the package's layering: backends, lazy GPU libraries, no import of the suites
+
+MEASURE = Path(__file__).resolve().parent.parent / "src" / "kernelcast" / "measure"
+
+
+def test_backend_is_an_abstract_interface():
+    assert Backend.__abstractmethods__ == {"compile", "allocate", "time_launches", "read"}
+    with pytest.raises(TypeError, match="abstract"):
+        Backend()
+
+    class Partial(Backend):
+        def compile(self, kernel):
+            return kernel
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()
+
+
+def _imports(path):
+    """Every module an import statement of *path* names, also inside functions."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            yield node.module
+        elif isinstance(node, ast.ImportFrom):
+            yield "." * node.level + (node.module or "")
+
+
+def test_measure_imports_neither_the_suites_nor_the_package_root():
+    files = sorted(MEASURE.rglob("*.py"))
+    assert len(files) >= 10
+    found = {(path.relative_to(MEASURE).as_posix(), name) for path in files
+             for name in _imports(path)
+             if name == "kernelcast" or name.startswith(("kernelcast.suites", "."))}
+    assert found == set()
+
+
+_LAZY = textwrap.dedent("""
+    import json, sys
+    blocked = sys.argv[1:]
+    for name in blocked:
+        sys.modules[name] = None  # as if not installed
+    import loopy
+    before = {m for m in sys.modules if m.split(".")[0] in ("pyopencl", "cupy")}
+    import kernelcast
+    import kernelcast.measure.backends, kernelcast.measure.campaign
+    import kernelcast.measure.verify, kernelcast.suites.campaign
+    from kernelcast.measure.devices import cuda_devices, opencl_devices
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.errors import MissingDependencyError
+    after = {m for m in sys.modules if m.split(".")[0] in ("pyopencl", "cupy")}
+    refused = []
+    if blocked:
+        assert opencl_devices() == [] and cuda_devices() == []
+        for backend in ("opencl", "cuda"):
+            try:
+                make_backend(backend)
+            except MissingDependencyError as err:
+                refused.append(str(err))
+    print(json.dumps({"added": sorted(after - before),
+                      "loaded": sorted(m for m in after if sys.modules[m] is not None),
+                      "refused": refused}))
+""")
+
+
+def _lazy(*blocked):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    result = subprocess.run([sys.executable, "-c", _LAZY, *blocked], capture_output=True,
+                            text=True, env=env, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_importing_kernelcast_loads_no_gpu_library():
+    # Loopy itself imports pyopencl where it is installed (for its default target);
+    # kernelcast loads nothing more of it, and nothing of cupy
+    doc = _lazy()
+    assert doc["added"] == []
+    assert not any(m.split(".")[0] == "cupy" for m in doc["loaded"])
+
+
+def test_kernelcast_imports_and_refuses_backends_clearly_without_gpu_libraries():
+    doc = _lazy("pyopencl", "cupy")
+    assert doc["loaded"] == []
+    assert doc["refused"] == ["the OpenCL backend needs pyopencl: pip install pyopencl",
+                              "the CUDA backend needs cupy: pip install 'kernelcast[cuda]'"]
+
+
+def test_make_backend_on_pocl_is_an_opencl_backend(pocl):
+    backend = make_backend("opencl", "portable")
+    assert isinstance(backend, Backend)
+    assert type(backend) is type(pocl) and backend.name == "opencl"
+    assert backend.device == pocl.device and backend.identity == pocl.identity
+
+# }}}

@@ -12,8 +12,8 @@ from bruteforce import _points
 from loopy.kernel.data import HardwareConcurrentTag, LocalInameTag
 
 import kernelcast as kc
-from kernelcast.models.features import features
-from kernelcast.kernel import prepare_kernel
+from kernelcast.models.extended.features import features
+from kernelcast.frontends.loopy import prepare_kernel
 from kernelcast.properties.recurrence import branching_loops
 from kernelcast.suites.extension import chain, guarded, halo, local_reads
 from kernelcast.suites.kernels import (convolution, filled_stride, finite_difference,
@@ -142,11 +142,11 @@ def test_a_gather_moves_what_it_touches_not_the_whole_table():
     props = kc.extract_properties(chain("global", 256, np.float32))
     extent = props.extent(params)
     assert extent["bytes_read"] == 4 * 2 ** 20  # the array
-    ext = features(props, params, "kernelcast")
+    ext = features(props, params)
     assert ext["bytes_read"] == 4 * 512 * 10  # one float per step of each work-item
     # where accesses cover the array several times, the array's bytes count
     stencil = features(kc.extract_properties(local_reads("spread", 256, np.float32)),
-                       {"ng": 3, "r": 8}, "kernelcast")
+                       {"ng": 3, "r": 8})
     assert stencil["bytes_read"] == 4 * 3 * 256
 
 

@@ -14,10 +14,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from kernelcast.errors import KernelcastError, MissingDependencyError
+from kernelcast.errors import KernelcastError, MissingDependencyError, UsageError
+from kernelcast.measure.backends import make_backend
 from kernelcast.measure.devices import (
     DeviceInfo,
     best_device,
@@ -28,12 +30,17 @@ from kernelcast.measure.devices import (
 )
 
 
+POCL = "Portable Computing Language"
+
+
 def _pocl(devices):
-    return [d for d in devices if d.platform == "Portable Computing Language"]
+    return [d for d in devices if d.platform == POCL]
 
 
-def test_opencl_devices_lists_pocl_with_its_properties():
-    [device] = _pocl(opencl_devices())
+def test_opencl_devices_lists_pocl_with_its_properties(pocl_device):
+    # a machine may offer PoCL twice (pyopencl's own and the system's); the first is used
+    device = _pocl(opencl_devices())[0]
+    assert device == pocl_device
     assert isinstance(device, DeviceInfo)
     assert device.backend == "opencl"
     assert device.index == 0
@@ -49,10 +56,10 @@ def test_opencl_devices_lists_pocl_with_its_properties():
     assert set(device.as_dict()) == set(DeviceInfo.__dataclass_fields__)
 
 
-def test_properties_match_what_pyopencl_reports():
+def test_properties_match_what_pyopencl_reports(pocl_device):
     import pyopencl as cl
 
-    [device] = _pocl(opencl_devices())
+    device = pocl_device
     platform = next(p for p in cl.get_platforms() if p.name.strip() == device.platform)
     cl_device = platform.get_devices()[device.index]
     assert device.name == cl_device.name.strip()
@@ -63,37 +70,63 @@ def test_properties_match_what_pyopencl_reports():
 
 
 NO_CUPY = importlib.util.find_spec("cupy") is None
+needs_no_cupy = pytest.mark.skipif(
+    not NO_CUPY, reason="cupy is installed here: what happens without it cannot be tested")
 
 
 def test_list_devices_is_opencl_then_cuda():
     assert list_devices() == opencl_devices() + cuda_devices()
-    if NO_CUPY:
-        assert cuda_devices() == []
 
 
-def test_find_device_by_substring_of_platform_or_name():
-    [pocl] = _pocl(opencl_devices())
+@needs_no_cupy
+def test_without_cupy_there_are_no_cuda_devices():
+    assert cuda_devices() == []
+
+
+def test_cuda_devices_are_what_cupy_reports():
+    cupy = pytest.importorskip("cupy", reason="the CUDA backend needs cupy")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # noqa: BLE001 - cupy's own error types without a driver
+        pytest.skip(f"cupy finds no CUDA driver: {err}")
+    devices = cuda_devices()
+    assert len(devices) == count
+    for index, device in enumerate(devices):
+        assert (device.backend, device.platform, device.index, device.kind) == (
+            "cuda", "CUDA", index, "GPU")
+        assert device.compute_units >= 1 and device.global_mem_bytes > 0
+        assert device.driver.startswith("CUDA ")
+
+
+def test_find_device_by_substring_of_platform_or_name(pocl_device):
+    pocl = pocl_device
     assert find_device("portable") == pocl
     assert find_device("PORTABLE COMPUTING") == pocl
     assert find_device(pocl.name[:5].lower()) == pocl
     assert find_device(None) == best_device(opencl_devices())
 
 
-def test_an_unknown_device_is_refused_listing_the_devices():
-    with pytest.raises(KernelcastError) as info:
+def test_an_unknown_device_is_refused_listing_the_devices(pocl_device):
+    with pytest.raises(UsageError) as info:  # a bad --device: exit status 2
         find_device("no-such-device")
     message = str(info.value)
     assert "no opencl device matches 'no-such-device'" in message
-    [pocl] = _pocl(opencl_devices())
-    assert f"devices: {pocl.platform}: {pocl.name}" in message
+    pocl = pocl_device
+    assert message.startswith("no opencl device matches 'no-such-device'; devices: ")
+    assert f"{pocl.platform}: {pocl.name}" in message  # among any others the machine has
 
 
-def test_unknown_backend_and_missing_cupy_are_refused():
-    with pytest.raises(KernelcastError, match="unknown backend 'metal'"):
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(UsageError, match="unknown backend 'metal'"):
         find_device("x", "metal")
-    if NO_CUPY:
-        with pytest.raises(MissingDependencyError, match=r"kernelcast\[cuda\]"):
-            find_device(None, "cuda")
+
+
+@needs_no_cupy
+def test_the_cuda_backend_without_cupy_is_refused_saying_what_to_install():
+    with pytest.raises(MissingDependencyError, match=r"kernelcast\[cuda\]"):
+        find_device(None, "cuda")
+    with pytest.raises(MissingDependencyError, match=r"kernelcast\[cuda\]"):
+        make_backend("cuda")
 
 
 def _device(kind, units, clock, name):
@@ -138,6 +171,15 @@ _REGISTER = textwrap.dedent("""
 """)
 
 
+def _system_icds() -> dict:
+    """The ICDs registered with the system, by file name: what the loader reads where
+    OCL_ICD_VENDORS is not set, besides those pyopencl bundles."""
+    icds = {}
+    for path in sorted(Path("/etc/OpenCL/vendors").glob("*.icd")):
+        icds[path.name] = path.read_text()
+    return icds
+
+
 def _register(tmp_path, libraries, vendors=None):
     env = {k: v for k, v in os.environ.items() if k != "OCL_ICD_VENDORS"}
     env["TMPDIR"] = str(tmp_path)
@@ -149,15 +191,16 @@ def _register(tmp_path, libraries, vendors=None):
     return json.loads(result.stdout)
 
 
-def test_an_unregistered_nvidia_driver_is_registered_with_a_warning(tmp_path):
+def test_an_unregistered_nvidia_driver_is_registered_with_a_warning(tmp_path, pocl_device):
     library = tmp_path / "libnvidia-opencl.so.1"
     library.write_text("a dummy, not a real driver")
     doc = _register(tmp_path, [tmp_path / "not-installed.so.1", library])
     folder = doc["first"]
     assert folder is not None and folder.startswith(str(tmp_path / "kernelcast-icd-"))
     assert doc["after"] == folder and doc["second"] == folder  # once per process
-    # pyopencl's bundled loader finds its own pocl.icd without the folder
-    assert doc["icds"] == {"nvidia.icd": f"{library}\n"}
+    # the system's ICDs are kept; pyopencl's bundled loader finds its own pocl.icd without
+    # the folder, so it is not copied
+    assert doc["icds"] == {**_system_icds(), "nvidia.icd": f"{library}\n"}
     [(category, is_ours, message)] = doc["warnings"]
     assert is_ours and category == "KernelcastWarning"
     assert "NVIDIA's OpenCL driver" in message and str(library) in message
@@ -166,15 +209,16 @@ def test_an_unregistered_nvidia_driver_is_registered_with_a_warning(tmp_path):
     assert "Portable Computing Language" in doc["platforms"]
 
 
-def test_registering_does_not_duplicate_platforms(tmp_path):
+def test_registering_does_not_duplicate_platforms(tmp_path, pocl_device):
     library = tmp_path / "libnvidia-opencl.so.1"
     library.write_text("a dummy, not a real driver")
     doc = _register(tmp_path, [library])
-    assert doc["first"] is not None
-    assert doc["platforms"].count("Portable Computing Language") == 1
+    unregistered = _register(tmp_path, [tmp_path / "not-installed.so.1"])
+    assert doc["first"] is not None and unregistered["first"] is None
+    assert doc["platforms"].count(POCL) == unregistered["platforms"].count(POCL) >= 1
 
 
-def test_registering_keeps_the_icds_registered_before(tmp_path):
+def test_registering_keeps_the_icds_registered_before(tmp_path, pocl_device):
     library = tmp_path / "libnvidia-opencl.so.1"
     library.write_text("a dummy, not a real driver")
     vendors = tmp_path / "vendors"
@@ -184,19 +228,20 @@ def test_registering_keeps_the_icds_registered_before(tmp_path):
     assert doc["before"] == str(vendors) and doc["first"] != str(vendors)
     assert doc["icds"] == {"nvidia.icd": f"{library}\n",
                            "other.icd": f"{tmp_path / 'libother-opencl.so'}\n"}
-    assert doc["platforms"].count("Portable Computing Language") == 1
+    unregistered = _register(tmp_path, [tmp_path / "not-installed.so.1"], vendors=vendors)
+    assert doc["platforms"].count(POCL) == unregistered["platforms"].count(POCL)
 
 
-def test_without_the_driver_library_nothing_is_registered(tmp_path):
+def test_without_the_driver_library_nothing_is_registered(tmp_path, pocl_device):
     doc = _register(tmp_path, [tmp_path / "libnvidia-opencl.so.1"])
     assert doc["first"] is None and doc["second"] is None
     assert doc["before"] is None and doc["after"] is None
     assert doc["warnings"] == []
     assert not list(tmp_path.glob("kernelcast-icd-*"))
-    assert doc["platforms"].count("Portable Computing Language") == 1
+    assert POCL in doc["platforms"]
 
 
-def test_an_already_registered_driver_is_left_alone(tmp_path):
+def test_an_already_registered_driver_is_left_alone(tmp_path, pocl_device):
     library = tmp_path / "libnvidia-opencl.so.1"
     library.write_text("a dummy, not a real driver")
     vendors = tmp_path / "vendors"

@@ -1,5 +1,5 @@
-"""kernelcast's extended model: extents checked against independent counts, its features,
-and a fit on the committed H100 measurements."""
+"""The extended model: extents checked against independent counts, its features, and a fit
+on the committed H100 measurements."""
 
 import math
 
@@ -8,13 +8,16 @@ import pytest
 
 import kernelcast as kc
 from kernelcast.errors import KernelcastError
-from kernelcast.evaluate import PropertyCache, cross_validate, fit_profile, table1
+from kernelcast.evaluation.crossval import cross_validate
+from kernelcast.evaluation.tables import table1
+from kernelcast.fitting.dataset import PropertyCache, load_dataset
 from kernelcast.measure.arrays import array_specs
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store
-from kernelcast.models.features import features, fit_suites
-from kernelcast.models.overlap import OVERLAP_Q
-from kernelcast.models.profile import load_profile
+from kernelcast.models import ExtendedModel, PaperModel, model_class
+from kernelcast.models.extended import OVERLAP_Q
+from kernelcast.models.extended.features import features
+from kernelcast.profile import load_profile, save_profile
 from kernelcast.suites.extension import EXTENSION
 from kernelcast.suites.paper import MEASUREMENT, TEST
 from kernelcast.suites.validation import VALIDATION, matvec_cols
@@ -45,12 +48,12 @@ def test_extent_matches_arrays_and_launch_sizes(case):
     assert extent["work_items"] == math.prod(groups) * math.prod(block)
 
 
-def test_kernelcast_features_of_a_matrix_vector_product():
+def test_extended_features_of_a_matrix_vector_product():
     n = 300
     props = kc.extract_properties(matvec_cols(256, np.float32))
-    paper = features(props, {"n": n}, "paper")
+    paper = PaperModel().features(props, {"n": n})
     assert paper == props.evaluate({"n": n})
-    ext = features(props, {"n": n}, "kernelcast")
+    ext = features(props, {"n": n})
     work_items = 512  # two groups of 256
     assert ext["bytes_read"] == (n * n + n) * 4
     assert ext["bytes_written"] == n * 4
@@ -61,8 +64,7 @@ def test_kernelcast_features_of_a_matrix_vector_product():
     assert "item_loads_other_32" not in ext and "item_local_loads_32" not in ext
     assert {k: v for k, v in ext.items() if k in paper} == paper
     # the same kernel in float64: the same counts under the 64-bit names
-    ext64 = features(kc.extract_properties(matvec_cols(256, np.float64)), {"n": n},
-                     "kernelcast")
+    ext64 = features(kc.extract_properties(matvec_cols(256, np.float64)), {"n": n})
     assert ext64["item_loads_coalesced_64"] == ext["item_loads_coalesced_32"]
     assert ext64["item_flops_f64"] == ext["item_flops_f32"]
     assert "item_loads_coalesced_32" not in ext64 and "item_flops_f32" not in ext64
@@ -72,7 +74,7 @@ def test_special_functions_on_serial_paths_take_the_kernels_precision():
     from kernelcast.suites.kernels import nbody
 
     props = kc.extract_properties(nbody(256))
-    ext = features(props, {"n": 1024}, "kernelcast")
+    ext = features(props, {"n": 1024})
     # one rsqrt per pair, on the path through a branch-serialized iteration, counted with
     # the special functions on loop-carried paths (N-body has none)
     assert ext["item_recurrence_special_f32"] == pytest.approx(1024)
@@ -81,61 +83,66 @@ def test_special_functions_on_serial_paths_take_the_kernels_precision():
     assert "item_serial_global_loads" not in ext
 
 
-def test_the_kernelcast_model_needs_gpu_suites():
-    assert fit_suites("paper", "measurement-cpu") == ("measurement-cpu",)
-    assert fit_suites("kernelcast", "measurement") == ("measurement", "extension")
+def test_the_extended_model_needs_gpu_suites():
+    assert model_class("paper").fit_suites("measurement-cpu") == ("measurement-cpu",)
+    assert ExtendedModel.fit_suites("measurement") == ("measurement", "extension")
     with pytest.raises(KernelcastError, match="--model paper"):
-        fit_suites("kernelcast", "measurement-cpu")
+        ExtendedModel.fit_suites("measurement-cpu")
     with pytest.raises(KernelcastError, match="unknown model"):
-        fit_suites("roofline", "measurement")
+        model_class("roofline")
 
 
 @pytest.fixture(scope="module")
 def fitted():
     cache = PropertyCache()
     with Store(H100) as store:
-        return fit_profile(store, model="kernelcast", cache=cache), cache
+        dataset = load_dataset(store, ("measurement", "extension"), cache=cache)
+        validation = load_dataset(store, "validation", cache=cache)
+    return ExtendedModel().fit(dataset), dataset, validation
 
 
-def test_kernelcast_fit_on_h100_data(fitted, tmp_path):
-    profile, cache = fitted
-    assert profile.model == "kernelcast"
-    assert profile.fit["suites"] == ["measurement", "extension"]
-    assert profile.fit["nonnegative"] and min(profile.weights.values()) >= 0
-    assert {"bytes_read", "item_loads_coalesced_32", "item_flops_f32"} <= set(profile.weights)
-    assert profile.fit["criterion"].startswith("log error")
-    assert profile.overlap == OVERLAP_Q and "overlap" in profile.fit["criterion"]
-    with Store(H100) as store:
-        table = table1(profile, store, "validation", cache)
+def test_extended_fit_on_h100_data(fitted, tmp_path):
+    model, _dataset, validation = fitted
+    assert model.provenance_["suites"] == ["extension", "measurement"]
+    assert min(model.weights_.values()) >= 0
+    assert {"bytes_read", "item_loads_coalesced_32", "item_flops_f32"} <= set(model.weights_)
+    assert model.fit_report_["criterion"].startswith("log error")
+    assert model.q == OVERLAP_Q and "overlap" in model.fit_report_["criterion"]
+    assert all(s["success"] for s in model.fit_report_["solver"])
+    table = table1(model, validation)
     assert set(table.kernel_class) == {c.name for c in VALIDATION.classes}
     assert np.isfinite(table.predicted_s).all() and (table.predicted_s > 0).all()
 
     knl = matvec_cols(256, np.float32)
-    parts = kc.explain(knl, {"n": 8192}, profile)
-    assert sum(parts.values()) == pytest.approx(kc.predict(knl, {"n": 8192}, profile))
+    parts = kc.explain(knl, {"n": 8192}, model)
+    assert sum(parts.values()) == pytest.approx(kc.predict(knl, {"n": 8192}, model))
     assert parts["item_loads_coalesced_32"] > 0  # the one-work-item chain is charged
 
-    path = profile.save(tmp_path / "p.json")
-    again = load_profile(path)
-    assert again.model == "kernelcast" and again.weights == profile.weights
-    assert again.overlap == OVERLAP_Q
+    again = load_profile(save_profile(model, tmp_path / "p.json"))
+    assert again.name == "extended" and again.weights_ == model.weights_
+    assert again.q == OVERLAP_Q and again.resident_items_ == model.resident_items_
 
 
 def test_paper_profiles_refuse_extended_weights(fitted, tmp_path):
-    profile, _ = fitted
-    path = profile.save(tmp_path / "p.json")
-    text = path.read_text().replace('"model": "kernelcast"', '"model": "paper"')
-    path.write_text(text)
-    with pytest.raises(KernelcastError, match="unknown property"):
+    import json
+
+    model, _, _ = fitted
+    path = save_profile(model, tmp_path / "p.json")
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "model": "paper", "params": {"nonnegative": True}}))
+    with pytest.raises(KernelcastError, match="unknown property 'bytes_read'"):
         load_profile(path)
 
 
 def test_cross_validation_covers_the_extension_classes(fitted):
-    _profile, cache = fitted
-    with Store(H100) as store:
-        cv = cross_validate(store, cache=cache, model="kernelcast")
-    assert {"parallelism", "reuse", "matmul_tiled"} <= set(cv.kernel_class)
+    model, dataset, _ = fitted
+    before = dict(model.weights_)
+    small = dataset.subset(dataset.info.kernel_class.isin(
+        ["parallelism", "reuse", "matmul_tiled", "scale_add"]).to_numpy())
+    cv = cross_validate(model, small)
+    assert set(cv.kernel_class) == {"parallelism", "reuse", "matmul_tiled", "scale_add"}
     assert np.isfinite(cv.rel_error).all()
+    assert model.weights_ == before  # the template is cloned, never refitted
 
 
 def test_calibrating_the_kernelcast_model_on_a_cpu_is_refused_before_measuring(
@@ -143,25 +150,25 @@ def test_calibrating_the_kernelcast_model_on_a_cpu_is_refused_before_measuring(
     from kernelcast.cli import main
 
     db = tmp_path / "cpu.sqlite"
-    assert main(["calibrate", "--device", "portable", "--model", "kernelcast",
-                 "--db", str(db)]) == 2
+    assert main(["calibrate", "--device", "portable", "--model", "extended",
+                 "--db", str(db)]) == 1
     assert "--model paper" in capsys.readouterr().err
     assert not db.exists()
 
 
-def test_the_default_model_is_kernelcasts_on_gpus_and_the_papers_on_cpus():
-    from kernelcast.models.features import default_model
+def test_the_default_model_is_the_extended_on_gpus_and_the_papers_on_cpus():
+    from kernelcast.workflow import default_model
 
-    assert default_model("measurement") == "kernelcast"
+    assert default_model("measurement") == "extended"
     assert default_model("measurement-cpu") == "paper"
 
 
 def test_evaluate_cross_validates_the_model_of_the_profile(capsys):
-    """`evaluate --cv` of a kernelcast profile holds out the classes it was fitted on,
-    the extension classes among them, and refits kernelcast's model (not the paper's)."""
+    """`evaluate --cv` of an extended profile holds out the classes it was fitted on,
+    the extension classes among them, and refits the extended model (not the paper's)."""
     from kernelcast.cli import main
 
-    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-kernelcast.json"
+    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-extended.json"
     assert main(["evaluate", "--profile", profile, "--no-measure", "--cv"]) == 0
     out = capsys.readouterr().out
     cv = out[out.index("leave-one-class-out"):]

@@ -1,13 +1,18 @@
 """The measurement store: schema version, append-only rows, unique keys, status rules,
 one device per store, and reading it back as a DataFrame."""
 
+import hashlib
+import json
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import UsageError
 from kernelcast.measure.store import (
+    SCHEMA_STATUSES,
     SCHEMA_VERSION,
     STATUSES,
     Store,
@@ -15,6 +20,10 @@ from kernelcast.measure.store import (
     measurement_key,
     read_measurements,
 )
+
+COMMITTED_STORES = sorted((Path(__file__).resolve().parent.parent / "data").glob("*/*.sqlite"))
+FAILED = [s for s in STATUSES if s not in ("ok", "unstable")]
+NEW_IN_2 = ["size_out_of_range", "failed"]
 
 IDENTITY = {"backend": "opencl", "device": "Test Device", "driver": "1.0"}
 
@@ -41,8 +50,9 @@ def _raw(store):
 
 
 def test_a_new_store_records_schema_version_and_identity(store):
-    assert SCHEMA_VERSION == 1
-    assert store.meta["schema_version"] == "1"
+    assert SCHEMA_VERSION == 2
+    assert store.meta["schema_version"] == "2" and store.schema_version == 2
+    assert store.statuses == STATUSES
     assert store.identity == IDENTITY
     meta = dict(_raw(store).execute("SELECT name, value FROM meta").fetchall())
     assert meta["schema_version"] == str(SCHEMA_VERSION)
@@ -117,8 +127,7 @@ def test_a_timed_row_needs_a_time(store, status):
     assert store.rows() == []
 
 
-@pytest.mark.parametrize("status", ["compile_error", "launch_error", "out_of_memory",
-                                    "wrong_answer"])
+@pytest.mark.parametrize("status", FAILED)
 @pytest.mark.parametrize("sentinel", [0.0, -1.0, float("inf")])
 def test_a_failed_row_has_no_sentinel_time(store, status, sentinel):
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
@@ -170,7 +179,7 @@ def test_another_device_or_driver_is_refused_naming_both(tmp_path, field):
     assert repr(IDENTITY[field]) in message and repr(other[field]) in message
     assert f"{field} {IDENTITY[field]!r} (this run: {other[field]!r})" in message
     assert "another --db" in message
-    assert isinstance(info.value, KernelcastError)
+    assert isinstance(info.value, UsageError)  # the command line exits with status 2
 
 
 def test_device_and_driver_mismatch_names_both_fields(tmp_path):
@@ -185,10 +194,10 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     path = tmp_path / "s.sqlite"
     Store(path, IDENTITY).close()
     raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
+    raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     raw.close()
-    with pytest.raises(StoreMismatchError, match="schema version 2; this kernelcast reads "
-                       "version 1"):
+    with pytest.raises(StoreMismatchError, match="schema version 3; this kernelcast reads "
+                       "versions 1 and 2"):
         Store(path)
     foreign = tmp_path / "foreign.sqlite"
     raw = sqlite3.connect(foreign, isolation_level=None)
@@ -196,7 +205,7 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     raw.close()
     with pytest.raises(StoreMismatchError, match="is not a kernelcast store"):
         Store(foreign, IDENTITY)
-    with pytest.raises(KernelcastError, match="no measurement store"):
+    with pytest.raises(UsageError, match="no measurement store"):
         Store(tmp_path / "missing.sqlite")
     assert not (tmp_path / "missing.sqlite").exists()
 
@@ -246,3 +255,87 @@ def test_read_measurements_of_an_empty_store(tmp_path):
     Store(tmp_path / "s.sqlite", IDENTITY).close()
     frame = read_measurements(tmp_path / "s.sqlite")
     assert isinstance(frame, pd.DataFrame) and len(frame) == 0
+
+
+# {{{ schema versions: the statuses of version 2, stores of version 1
+
+def test_the_statuses_of_each_schema_version():
+    assert SCHEMA_STATUSES[1] == ("ok", "unstable", "compile_error", "launch_error",
+                                  "out_of_memory", "wrong_answer")
+    assert SCHEMA_STATUSES[2] == STATUSES == (*SCHEMA_STATUSES[1], *NEW_IN_2)
+    assert set(SCHEMA_STATUSES) == {1, SCHEMA_VERSION}
+
+
+@pytest.mark.parametrize("status", NEW_IN_2)
+def test_a_new_store_records_the_new_statuses_without_a_time(store, status):
+    store.add(_row("k1", status, message="why"))
+    assert store.get("k1")["status"] == status and store.get("k1")["min_s"] is None
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        store.add(_row("k2", status, min_s=1.0))
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _raw_rows(path):
+    """Every measurement of the store at *path*, decoded without kernelcast."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = [dict(r) for r in conn.execute("SELECT * FROM measurements ORDER BY id")]
+    finally:
+        conn.close()
+    for row in rows:
+        for column in ("group_size", "params", "times_s", "spreads"):
+            if row[column] is not None:
+                row[column] = json.loads(row[column])
+    return rows
+
+
+@pytest.mark.parametrize("committed", COMMITTED_STORES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_committed_schema_1_store_opens_and_reads_as_it_is(committed, tmp_path):
+    """The stores under data/ are schema 1: they read row for row as SQLite holds them,
+    and opening and reading them changes no byte."""
+    before = _sha(committed)
+    copy = tmp_path / committed.name
+    shutil.copy(committed, copy)
+    with Store(copy) as s:
+        assert s.schema_version == 1 and s.statuses == SCHEMA_STATUSES[1]
+        rows = s.rows()
+        assert s.get(rows[0]["key"]) == rows[0] and len(s.keys()) == len(rows)
+    assert rows == _raw_rows(copy) and len(rows) > 100
+    assert {r["status"] for r in rows} <= set(SCHEMA_STATUSES[1])
+    assert len(read_measurements(copy)) == len(rows)
+    assert _sha(copy) == before == _sha(committed)
+
+
+def test_a_schema_1_store_takes_the_statuses_it_knows(schema1_store, tmp_path):
+    path = schema1_store(tmp_path / "old.sqlite", IDENTITY)
+    with Store(path, IDENTITY) as s:
+        assert s.schema_version == 1
+        for i, status in enumerate(SCHEMA_STATUSES[1]):
+            s.add(_row(f"k{i}", status))
+        assert [r["status"] for r in s.rows()] == list(SCHEMA_STATUSES[1])
+    with Store(path) as s:  # still schema 1: nothing was migrated
+        assert s.meta["schema_version"] == "1"
+
+
+@pytest.mark.parametrize("status", NEW_IN_2)
+def test_a_schema_1_store_refuses_a_new_status_in_one_line_saying_what_to_do(
+        schema1_store, tmp_path, status):
+    path = schema1_store(tmp_path / "old.sqlite", IDENTITY)
+    with Store(path, IDENTITY) as s:
+        s.add(_row("k0"))
+        before = _sha(path)
+        with pytest.raises(StoreMismatchError) as info:
+            s.add(_row("k1", status, case_name="scale/n=4294967296", message="why"))
+        assert s.rows() == _raw_rows(path) and len(s.rows()) == 1
+    assert _sha(path) == before  # nothing written, nothing migrated
+    assert str(info.value) == (
+        f"{path} has schema version 1, which cannot record the status {status!r} "
+        "(scale/n=4294967296); measure into a new store (another --db), which is created "
+        "with schema version 2")
+    assert isinstance(info.value, UsageError)
+
+# }}}

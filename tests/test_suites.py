@@ -1,18 +1,23 @@
 """The paper's kernel suites: enumeration per §4.1/§5, and every kernel checked on PoCL
 against its NumPy reference."""
 
+from dataclasses import replace
+from pathlib import Path
+
 import loopy as lp
 import numpy as np
 import pytest
 
 from kernelcast.errors import KernelcastError, ParameterError
 from kernelcast.measure.arrays import array_specs, host_arguments
-from kernelcast.suites import kernels
+from kernelcast.measure.codegen import generate
+from kernelcast.suites import extension, kernels, validation
 from kernelcast.suites.paper import MEASUREMENT, TEST, get_suite
 from kernelcast.suites.extension import EXTENSION
 from kernelcast.suites.validation import VALIDATION
-from kernelcast.suites.suite import GROUP_SETS, KernelClass, choose_p
-from kernelcast.suites.verify import TOLERANCE, check_case, relative_error
+from kernelcast.suites.suite import GROUP_SETS, Case, KernelClass, choose_p
+
+from kernelcast.measure.verify import TOLERANCE, check_case, relative_error
 
 def _one_case_per_kernel():
     """Each class × variant × dtype once, with the middle group size of its set, at the
@@ -62,7 +67,7 @@ def test_a_wrong_kernel_is_caught(pocl):
         return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
 
     for build in (triple, half):
-        kclass = KernelClass("scale", "§3.1", ("",), build, lambda v, p: [{"n": 100}], (0,),
+        kclass = KernelClass("scale", "§3.1", ("",), build, lambda v, p, g: [{"n": 100}], (0,),
                              group_sizes=((64, 1),), dtypes=("float32",))
         case = next(kclass.cases("demo", 0))
         error = check_case(case, pocl)["out"]
@@ -178,5 +183,167 @@ def test_arguments_follow_declared_layouts():
 def test_missing_sizes_are_named():
     with pytest.raises(ParameterError, match="'m'"):
         host_arguments(kernels.matmul_tiled(), {"n": 4, "l": 4}, np.random.default_rng(0))
+
+# }}}
+
+
+# {{{ group sizes other than the measured ones
+
+# 1-D: 64 work-items (a power of two, as the masked tile indices need; r = 37 of the
+# local_reads check fits, m = 512 of parallelism's is a multiple); 2-D: small, not square
+OTHER_GROUPS = {"halo": (16, 4), "stencil3d": (8, 4), "batched_matmul": (8, 4),
+                "stencil2d_f64": (8, 4), "transpose_tiles": (16, 4)}
+
+
+def _other_group(kclass):
+    return OTHER_GROUPS.get(kclass.name, (64, 1))
+
+
+def _other_group_cases(suite):
+    """Each class × variant once (float32 where it has it), with the class's group size
+    replaced, at its checking sizes."""
+    chosen = {}
+    for kclass in suite.classes:
+        other = replace(kclass, group_set=None, group_sizes=(_other_group(kclass),))
+        for case in other.cases(suite.name, other.p_choices[0]):
+            if case.dtype in ("float32", None) or "float32" not in kclass.dtypes:
+                chosen.setdefault(case.kernel_name, case)
+    return [case.check_case() for case in chosen.values()]
+
+
+OTHER_GROUP_CASES = _other_group_cases(EXTENSION) + _other_group_cases(VALIDATION)
+
+
+def _block(case):
+    """The work-items per group (x, y) of *case*'s launch."""
+    block = generate(case.kernel(), "opencl").launch_sizes(case.params)[1]
+    assert all(b == 1 for b in block[2:])
+    return tuple(block[:2]) if len(block) > 1 else (block[0], 1)
+
+
+@pytest.mark.parametrize("case", OTHER_GROUP_CASES, ids=[c.kernel_name for c in OTHER_GROUP_CASES])
+def test_other_group_sizes_match_references_on_pocl(case, pocl):
+    """The kernels launch the group size of the case, and the references (extension:
+    tiles, lanes and item counts of the case's group size) agree with them."""
+    assert _block(case) == case.group_size
+    errors = check_case(case, pocl, seed=2)
+    assert set(errors) == {s.name for s in array_specs(case.kernel(), case.params)[0]
+                           if s.written}
+    for name, error in errors.items():
+        assert error < TOLERANCE[case.dtype], name
+
+
+def test_other_group_cases_cover_every_extension_and_validation_kernel():
+    covered = {(c.suite, c.class_name, c.variant) for c in OTHER_GROUP_CASES}
+    assert covered == {(suite.name, k.name, v) for suite in (EXTENSION, VALIDATION)
+                       for k in suite.classes for v in k.variants}
+    for case in OTHER_GROUP_CASES:
+        measured = get_suite(case.suite).kernel_class(case.class_name).group_sizes
+        assert case.group_size == _other_group(case.kclass) not in measured
+
+
+VALIDATION_GENERATORS = {
+    "stencil3d": validation.stencil3d, "batched_matmul": validation.batched_matmul,
+    "matvec_rows": validation.matvec_rows, "matvec_cols": validation.matvec_cols,
+    "rotation_f64": validation.rotation_f64, "column_sums": validation.column_sums,
+    "special_elementwise": validation.special_elementwise,
+    "stencil2d_f64": validation.stencil2d_f64, "transpose_tiles": validation.transpose_tiles}
+
+
+@pytest.mark.parametrize("name", sorted(VALIDATION_GENERATORS))
+def test_validation_generators_launch_the_group_size_they_are_given(name):
+    """Every generator's default is its class's group size, and a group size given to it
+    is the one its kernel launches with: (x, y) for the 2-D kernels, x alone for 1-D."""
+    generate_kernel = VALIDATION_GENERATORS[name]
+    kclass = VALIDATION.kernel_class(name)
+    params = kclass.check_params
+    two_d = name in OTHER_GROUPS
+
+    def block(knl):
+        grid, block = generate(knl, "opencl").launch_sizes(params)
+        assert all(b == 1 for b in block[2:])
+        return tuple(block[:2]) if two_d else block[0]
+
+    default = kclass.group_sizes[0] if two_d else kclass.group_sizes[0][0]
+    assert block(generate_kernel()) == default
+    others = [(8, 4), (4, 2), (12, 6)] if two_d else [32, 64, 96]
+    for gsize in others:
+        assert block(generate_kernel(gsize)) == gsize
+
+
+def test_validation_refuses_groups_its_kernels_cannot_launch():
+    with pytest.raises(ValueError, match="1 to 16"):
+        validation.batched_matmul((32, 8))
+    with pytest.raises(ValueError, match="gy ≤ gx"):
+        validation.transpose_tiles((8, 16))
+    case = Case("validation", VALIDATION.kernel_class("matvec_rows"), "", "float32", (16, 16),
+                11, 0, {"n": 300})
+    with pytest.raises(KernelcastError, match="1-D kernel class"):
+        case.kernel()
+
+
+def test_extension_sizes_follow_the_group_size():
+    def sizes(name, p, g, variant=None):
+        kclass = EXTENSION.kernel_class(name)
+        if g is not None:
+            kclass = replace(kclass, group_sizes=((g, 1),))
+        return [c.params for c in kclass.cases("extension", p, dtypes=["float32"])
+                if variant is None or c.variant == variant]
+
+    # the measured group size: as measured
+    reads = sizes("local_reads", 18, None, "spread")
+    assert [(s["ng"], s["r"]) for s in reads[::4]] == [(2**10, 4), (2**12, 4), (2**14, 4)]
+    assert max(s["ng"] * 256 * s["m"] for s in sizes("chain", 1, None)) == 2**27
+    # another: the same numbers of work-items, tiles no longer than the group, the same
+    # totals of steps and values
+    for g in (64, 1024):
+        reads = sizes("local_reads", 18, g, "spread")
+        assert {s["ng"] * g for s in reads} == {2**18, 2**20, 2**22}
+        assert {s["r"] for s in reads} == {r for r in extension.LOCAL_READS_COUNTS if r <= g}
+        for name, total in (("chain", 2**27), ("guarded", 2**27), ("intensity", 2**25)):
+            steps = [s["ng"] * g * s["m"] for s in sizes(name, 1, g)]
+            assert max(steps) <= total < 8 * max(steps), name  # ng and m go up 8-fold
+        local = sizes("parallelism", 8, g, "local")
+        assert local and all(s["m"] % g == 0 for s in local)
+    assert len(sizes("chain", 3, 64)) > len(sizes("chain", 3, None)) > len(sizes("chain", 3, 1024))
+    assert {s["m"] for s in sizes("parallelism", 8, 1024, "local")} == {2**11, 2**14}
+
+
+def test_extension_refuses_group_sizes_its_kernels_cannot_index():
+    kclass = EXTENSION.kernel_class("local_reads")
+    case = Case("extension", kclass, "spread", "float32", (16, 12), 18, 0, {"ng": 1, "r": 4})
+    with pytest.raises(KernelcastError, match="1-D kernel class"):
+        case.kernel()
+    for build in (lambda: extension.local_reads("spread", 96),
+                  lambda: extension.chain("local", 96),
+                  lambda: extension.guarded("poly4", 96),
+                  lambda: extension.intensity("local1", 96)):
+        with pytest.raises(ValueError, match="power-of-two"):
+            build()
+    extension.guarded("tiled16", 96)  # no mask: any group size
+    extension.intensity("global1", 96)
+
+
+STORE = Path(__file__).resolve().parent.parent / "data" / "h100" / "opencl.sqlite"
+
+
+def test_stored_extension_and_validation_rows_keep_their_code():
+    """The kernels measured in data/ (at the default group sizes) still generate the code
+    they were measured with: a generator that takes its group size from the case must not
+    change the code of the case it was measured as."""
+    from kernelcast.measure.store import Store
+
+    with Store(STORE) as store:
+        rows = [r for r in store.rows() if r["suite"] in ("extension", "validation")]
+    stored = {}
+    for row in rows:
+        key = (row["suite"], row["kernel_class"], row["variant"] or "", row["dtype"],
+               tuple(row["group_size"]), row["backend"])
+        stored.setdefault(key, set()).add(row["code_sha256"])
+    assert len(stored) > 60
+    for (suite, name, variant, dtype, group, backend), hashes in stored.items():
+        kclass = get_suite(suite).kernel_class(name)
+        case = Case(suite, kclass, variant, dtype, group, 0, 0, {})
+        assert {generate(case.kernel(), backend).code_sha256} == hashes, (name, variant)
 
 # }}}

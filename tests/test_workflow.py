@@ -8,7 +8,7 @@ import pytest
 
 from kernelcast.cli import main
 from kernelcast.measure.store import read_measurements
-from kernelcast.models.profile import load_profile
+from kernelcast.profile import load_profile
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels.py"
 
@@ -29,16 +29,18 @@ def calibrated(tmp_path_factory):
 
 def test_calibration_measured_the_suite_and_fitted(calibrated, capsys):
     _folder, profile_path, store_path = calibrated
-    profile = load_profile(profile_path)
+    model = load_profile(profile_path)
     frame = read_measurements(store_path)
     timed = frame[frame.suite == "measurement-cpu"]
-    assert profile.suite == "measurement-cpu" and profile.backend == "opencl"
-    assert profile.fit["cases"] == int(timed.status.isin(["ok", "unstable"]).sum()) > 200
+    assert model.name == "paper" and profile_path.name.endswith("-opencl-paper.json")
+    assert model.provenance_["suite"] == "measurement-cpu"
+    assert model.provenance_["backend"] == "opencl"
+    assert model.provenance_["cases"] == int(timed.status.isin(["ok", "unstable"]).sum()) > 200
     assert set(timed.kernel_class) == {"matmul_tiled", "matmul_naive", "scale_add",
                                        "transpose", "global_access", "filled_stride",
                                        "arithmetic", "empty"}
-    assert {"launch", "workgroup", "add_f32", "add_f64"} <= set(profile.weights)
-    assert profile.fit["training_geomean_rel_error"] < 0.5
+    assert {"launch", "workgroup", "add_f32", "add_f64"} <= set(model.weights_)
+    assert model.fit_report_["training_geomean_rel_error"] < 0.5
 
 
 def test_predict_command(calibrated, capsys):
@@ -46,8 +48,19 @@ def test_predict_command(calibrated, capsys):
     assert main(["predict", f"{EXAMPLES}:scale", "--profile", str(profile_path),
                  "--param", "n=1000000", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["seconds"] == pytest.approx(sum(doc["breakdown"].values()))
-    assert doc["seconds"] > 0
+    # the paper's model is the inner product of its weights and the kernel's counts,
+    # computed here from the profile file and the properties, not by the command
+    import kernelcast as kc
+    from kernelcast.frontends.files import load_factory
+
+    weights = {k: v["value"] for k, v in
+               json.loads(profile_path.read_text())["state"]["weights"].items()}
+    counts = kc.extract_properties(load_factory(f"{EXAMPLES}:scale")()).evaluate(
+        {"n": 1000000})
+    assert doc["seconds"] == pytest.approx(sum(weights.get(k, 0.0) * v
+                                               for k, v in counts.items()), rel=1e-12)
+    assert doc["breakdown"] == pytest.approx({k: weights[k] * v for k, v in counts.items()
+                                              if v and k in weights}, rel=1e-12)
     assert main(["predict", f"{EXAMPLES}:scale", "--profile", str(profile_path),
                  "--param", "n=1000000"]) == 0
     assert "predicted run time on" in capsys.readouterr().out

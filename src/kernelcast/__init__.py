@@ -1,8 +1,9 @@
 """kernelcast: predict how long a GPU compute kernel runs before running it.
 
-Public names: extract_properties, Properties, AccessInfo, PROPERTY_NAMES, UNITS,
-LinearModel, Profile, load_profile, predict, explain, and the errors and warnings of
-kernelcast.errors. GPU libraries are imported only when a backend is made.
+Public names: extract_properties, Properties, AccessInfo, PROPERTY_NAMES, UNITS;
+the models (Model, get_model, model_names, PaperModel, ExtendedModel, HongKimModel),
+load_dataset, load_profile, save_profile, predict, explain; and the errors and warnings
+of kernelcast.errors. GPU libraries are imported only when a backend is made.
 """
 
 from kernelcast.errors import (
@@ -13,17 +14,35 @@ from kernelcast.errors import (
     KernelcastWarning,
     MissingDependencyError,
     NotALoopyKernelError,
+    NotFittedError,
     ParameterError,
     UncountedWarning,
     UnsupportedKernelError,
 )
+from kernelcast.fitting.dataset import load_dataset
+from kernelcast.models import (
+    ExtendedModel,
+    HongKimModel,
+    Model,
+    PaperModel,
+    get_model,
+    model_names,
+)
+from kernelcast.profile import load_profile, save_profile
 from kernelcast.properties import PROPERTY_NAMES, UNITS, AccessInfo, Properties, extract_properties
+from kernelcast.version import __version__
 
-from kernelcast.version import __version__  # noqa: E402
 
-from kernelcast.evaluate import explain, predict  # noqa: E402
-from kernelcast.models.linear import LinearModel  # noqa: E402
-from kernelcast.models.profile import Profile, load_profile  # noqa: E402
+def predict(workload, params: dict, model: Model) -> float:
+    """Predicted seconds of *workload* (a Loopy kernel or its Properties) at *params* by
+    *model* (fitted, or loaded with ``load_profile``)."""
+    return model.predict(workload, params)
+
+
+def explain(workload, params: dict, model: Model) -> dict[str, float]:
+    """Seconds by part of ``predict``, largest first; they sum to the prediction."""
+    return model.explain(workload, params)
+
 
 __all__ = [
     "PROPERTY_NAMES",
@@ -32,19 +51,26 @@ __all__ = [
     "AssumedValueWarning",
     "DataDependentError",
     "DtypeNotFixedError",
+    "ExtendedModel",
+    "HongKimModel",
     "KernelcastError",
     "KernelcastWarning",
-    "LinearModel",
     "MissingDependencyError",
+    "Model",
     "NotALoopyKernelError",
+    "NotFittedError",
+    "PaperModel",
     "ParameterError",
-    "Profile",
     "Properties",
     "UncountedWarning",
     "UnsupportedKernelError",
     "__version__",
     "explain",
     "extract_properties",
+    "get_model",
+    "load_dataset",
     "load_profile",
+    "model_names",
     "predict",
+    "save_profile",
 ]

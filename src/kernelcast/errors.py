@@ -5,9 +5,10 @@ catch one class; the subclasses name the kind of problem. Values the program had
 assume rather than know raise a :class:`KernelcastWarning` subclass instead of being
 used silently.
 
-Public names: KernelcastError, NotALoopyKernelError, UnsupportedKernelError,
+Public names: KernelcastError, UsageError, NotALoopyKernelError, UnsupportedKernelError,
 DtypeNotFixedError, ParameterError, DataDependentError, MissingDependencyError,
-KernelcastWarning, UncountedWarning, AssumedValueWarning.
+KernelcastWarning, UncountedWarning, AssumedValueWarning, SolverWarning, HardwareGuessWarning,
+NotFittedError.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from __future__ import annotations
 
 class KernelcastError(Exception):
     """Root of every error raised by kernelcast."""
+
+
+class UsageError(KernelcastError):
+    """What the caller asked for cannot be done as asked: a bad argument, file or
+    combination (the command line exits with status 2)."""
 
 
 class NotALoopyKernelError(KernelcastError, TypeError):
@@ -42,6 +48,10 @@ class MissingDependencyError(KernelcastError, ImportError):
     """An installed component is missing or built without a needed feature."""
 
 
+class NotFittedError(KernelcastError):
+    """A model was asked to predict before it was fitted or loaded from a profile."""
+
+
 class KernelcastWarning(UserWarning):
     """Root of kernelcast's warnings."""
 
@@ -52,3 +62,11 @@ class UncountedWarning(KernelcastWarning):
 
 class AssumedValueWarning(KernelcastWarning):
     """kernelcast had to assume a value it could not determine."""
+
+
+class SolverWarning(KernelcastWarning):
+    """A fit's numerical solver stopped without converging; its weights may be off."""
+
+
+class HardwareGuessWarning(KernelcastWarning):
+    """A hardware parameter is a guess, not a measurement or a device report."""

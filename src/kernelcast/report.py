@@ -1,6 +1,9 @@
-"""Readable results: the paper's Table 1 and Table 2 as text, markdown and CSV, and figures.
+"""Readable results: Table 1 and Table 2 of the paper for any model, every model side by
+side, cross-validation summaries, as text, markdown and CSV, and figures. The one place
+that formats tables.
 
-Public names: format_table1, format_table2, format_summary, write_report.
+Public names: format_seconds, format_table1, format_table2, format_summary,
+format_side_by_side, format_side_by_side_summary, print_evaluation, write_report.
 """
 
 from __future__ import annotations
@@ -9,15 +12,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernelcast.models.profile import Profile
-from kernelcast.models.features import FEATURE_UNITS as UNITS
+from kernelcast.evaluation.tables import side_by_side, side_by_side_summary
+from kernelcast.metrics import summarize
 
 
 def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items()))
 
 
-def _seconds(s: float) -> str:
+def format_seconds(s: float) -> str:
+    """Seconds with a readable unit: 236 µs, 1.5 ms."""
     for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
         if abs(s) >= scale:
             return f"{s / scale:.3g} {unit}"
@@ -25,17 +29,25 @@ def _seconds(s: float) -> str:
 
 
 def table1_frame(table: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
+    """Table 1 for reading; a model's details (Hong–Kim's case and bottleneck) too."""
+    frame = pd.DataFrame({
         "kernel": table.kernel_class, "sizes": table.params.map(_params),
-        "predicted": table.predicted_s.map(_seconds), "measured": table.measured_s.map(_seconds),
+        "predicted": table.predicted_s.map(format_seconds),
+        "measured": table.measured_s.map(format_seconds),
         "rel. error": table.rel_error.map(lambda e: f"{e:.1%}")})
+    for column, title in (("regime", "case"), ("verdict", "bottleneck")):
+        if column in table:
+            frame[title] = table[column]
+    return frame
 
 
-def table2_frame(profile: Profile) -> pd.DataFrame:
-    rows = sorted(profile.weights.items())
+def table2_frame(model) -> pd.DataFrame:
+    """The weights of a weighted model (Table 2), by property name."""
+    units = model.feature_units()
+    rows = sorted(model.weights_.items())
     return pd.DataFrame({"property": [n for n, _ in rows],
                          "weight (s)": [f"{w:.3e}" for _, w in rows],
-                         "per": [UNITS.get(n, "") for n, _ in rows]})
+                         "per": [units.get(n, "") for n, _ in rows]})
 
 
 def summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -64,12 +76,69 @@ def format_summary(summary, markdown=False) -> str:
     return (_markdown if markdown else _text)(summary_frame(summary))
 
 
-def format_table2(profile, markdown=False) -> str:
-    return (_markdown if markdown else _text)(table2_frame(profile))
+def format_table2(model, markdown=False) -> str:
+    return (_markdown if markdown else _text)(table2_frame(model))
 
 
-def write_report(out, profile: Profile, table: pd.DataFrame, summary: pd.DataFrame,
-                 cv: pd.DataFrame | None = None, cv_summary: pd.DataFrame | None = None,
+def _percent(e) -> str:
+    return "–" if pd.isna(e) else f"{e:.1%}"
+
+
+def format_side_by_side(tables: dict, markdown=False) -> str:
+    """Every case once: measured, then each model's prediction and relative error."""
+    frame = side_by_side(tables)
+    out = pd.DataFrame({"kernel": frame.kernel_class, "sizes": frame.params.map(_params),
+                        "measured": frame.measured_s.map(format_seconds)})
+    for name in tables:
+        out[name] = frame[name].map(format_seconds)
+        out[f"{name} error"] = frame[f"{name} error"].map(_percent)
+    return (_markdown if markdown else _text)(out)
+
+
+def format_side_by_side_summary(tables: dict, markdown=False) -> str:
+    """Geometric-mean relative error per kernel and overall, a column per model."""
+    summary = side_by_side_summary(tables)
+    cases = summarize(next(iter(tables.values()))).cases.astype(int)
+    out = pd.DataFrame({"kernel": summary.index, "cases": cases.loc[summary.index]})
+    for name in summary.columns:
+        out[name] = summary[name].map(_percent)
+    return (_markdown if markdown else _text)(out)
+
+
+def print_evaluation(model, tables: dict, cv: dict | None = None) -> None:
+    """What `kernelcast evaluate` prints: Table 1 of one model (with Table 2 of a weighted
+    model) or every model side by side, and cross-validation summaries."""
+    prov = model.provenance_
+    backend = f" ({prov['backend']})" if prov.get("backend") else ""
+    if len(tables) == 1:
+        table = tables[model.name]
+        origin = (f"fitted on {prov.get('cases')} cases of the "
+                  f"{' and '.join(prov.get('suites') or [])} suites"
+                  if hasattr(model, "weights_") else model.fit_report_.get("criterion", ""))
+        print(f"Table 1: {model.name} model on {prov['device']}{backend}, {origin}\n")
+        print(format_table1(table))
+        print("\ngeometric mean of relative error per kernel\n")
+        print(format_summary(summarize(table)))
+        if hasattr(model, "weights_"):
+            print("\nTable 2: weights\n")
+            print(format_table2(model))
+            if model.fit_report_.get("negative_weights"):
+                print(f"\nnegative weights (the paper's unconstrained fit allows them): "
+                      f"{', '.join(model.fit_report_['negative_weights'])}; --nonnegative "
+                      "forbids them")
+    else:
+        print(f"Table 1 of every model on {prov['device']}{backend}, on the same "
+              f"{len(next(iter(tables.values())))} measured cases\n")
+        print(format_side_by_side(tables))
+        print("\ngeometric mean of relative error per kernel\n")
+        print(format_side_by_side_summary(tables))
+    if cv:
+        print("\nleave-one-class-out cross-validation over the classes each model is "
+              "fitted on: geometric mean of relative error\n")
+        print(format_side_by_side_summary(cv))
+
+
+def write_report(out, model, table: pd.DataFrame, cv: pd.DataFrame | None = None,
                  breakdowns: dict[str, dict[str, float]] | None = None) -> list[Path]:
     """Markdown and CSV tables and PNG figures under *out*; returns the files written."""
     import matplotlib
@@ -80,22 +149,28 @@ def write_report(out, profile: Profile, table: pd.DataFrame, summary: pd.DataFra
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    md = [f"# kernelcast report: {profile.device} ({profile.backend}, driver {profile.driver})",
-          "", f"Profile fitted on {profile.fit.get('cases')} cases of the {profile.suite} "
-          f"suite; kernelcast {profile.kernelcast_version}.", "",
+    prov = model.provenance_
+    summary = summarize(table)
+    md = [f"# kernelcast report: {prov['device']} ({prov['backend']}, driver "
+          f"{prov['driver']})", "",
+          f"The {model.name} model, fitted on {prov.get('cases')} cases of the "
+          f"{' and '.join(prov.get('suites') or [])} suites; kernelcast "
+          f"{prov.get('kernelcast_version', '')}.", "",
           "## Table 1: test kernels, predicted and measured", "", format_table1(table, True),
-          "", format_summary(summary, True), "", "## Table 2: weights", "",
-          format_table2(profile, True)]
-    if cv_summary is not None:
-        suites = profile.fit.get("suites") or [profile.suite]
+          "", format_summary(summary, True)]
+    if hasattr(model, "weights_"):
+        md += ["", "## Table 2: weights", "", format_table2(model, True)]
+    if cv is not None:
+        suites = prov.get("suites") or [prov.get("suite")]
         md += ["", f"## Leave-one-class-out cross-validation ({' and '.join(suites)} "
                f"suite{'s' if len(suites) > 1 else ''})", "",
-               format_summary(cv_summary, True)]
+               format_summary(summarize(cv), True)]
     path = out / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     written.append(path)
+    weights = table2_frame(model) if hasattr(model, "weights_") else None
     for name, frame in (("table1.csv", table), ("summary.csv", summary),
-                        ("weights.csv", table2_frame(profile)), ("cv.csv", cv)):
+                        ("weights.csv", weights), ("cv.csv", cv)):
         if frame is not None:
             frame.to_csv(out / name, index=name == "summary.csv")
             written.append(out / name)
@@ -108,7 +183,7 @@ def write_report(out, profile: Profile, table: pd.DataFrame, summary: pd.DataFra
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
     ax.fill_between([lo, hi], [lo * 0.8, hi * 0.8], [lo * 1.2, hi * 1.2], color="0.85",
                     label="±20%")
-    ax.set(xlabel="measured (s)", ylabel="predicted (s)", title=profile.device)
+    ax.set(xlabel="measured (s)", ylabel="predicted (s)", title=prov["device"])
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "predicted_vs_measured.png", dpi=120)

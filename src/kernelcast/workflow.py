@@ -1,11 +1,13 @@
-"""The end-to-end jobs: calibrate a device, evaluate a profile on the test suite.
+"""The end-to-end jobs: calibrate a device, fit a model to a store, evaluate models.
 
-``calibrate`` measures the measurement suite on a device into its store (resuming any
-earlier campaign), fits the linear model and writes the profile. ``evaluate_profile``
-measures the test suite on the profile's device when it is present (else uses what the
-store holds) and returns the paper's Table 1 with its summary.
+``calibrate`` measures the suites a model is fitted from on a device into its store
+(resuming any earlier campaign), fits the model and writes the profile. ``fit_store`` fits
+a model to what a store already holds. ``evaluate`` measures the test suite that belongs
+to a profile's suite on the profile's device when it is present (else uses what the
+store holds) and returns Table 1 of each model asked for on the same cases.
 
-Public names: default_paths, calibrate, evaluate_profile, device_available.
+Public names: default_paths, default_model, calibrate, fit_store, evaluate,
+device_available, test_suite_of.
 """
 
 from __future__ import annotations
@@ -15,80 +17,137 @@ import sys
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError
-from kernelcast.evaluate import PropertyCache, fit_profile, summarize, table1
-from kernelcast.measure.backends import make_backend
-from kernelcast.measure.campaign import STDERR, measure_suite
-from kernelcast.measure.devices import find_device
+from kernelcast.evaluation.tables import table1
+from kernelcast.fitting.dataset import PropertyCache, load_dataset
 from kernelcast.measure.store import Store
-from kernelcast.models.features import default_model, fit_suites
-from kernelcast.models.profile import Profile
-from kernelcast.suites.paper import TEST_SUITE_OF, get_suite
+from kernelcast.models import get_model, model_class, model_names
+from kernelcast.profile import save_profile
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def default_paths(device: str, backend: str, root="kernelcast-data") -> tuple[Path, Path]:
-    """(store, profile) paths for a device: kernelcast-data/<device>-<backend>.{sqlite,json}."""
+def default_paths(device: str, backend: str, model: str, root="kernelcast-data"
+                  ) -> tuple[Path, Path]:
+    """(store, profile) paths for a device: kernelcast-data/<device>-<backend>.sqlite and
+    kernelcast-data/<device>-<backend>-<model>.json."""
     stem = Path(root) / f"{_slug(device)}-{backend}"
-    return stem.with_suffix(".sqlite"), stem.with_suffix(".json")
+    return stem.with_suffix(".sqlite"), stem.parent / f"{stem.name}-{model}.json"
 
 
-def calibrate(device: str | None = None, backend: str = "opencl", db=None, profile_path=None,
-              suite: str | None = None, nonnegative: bool = False, progress=STDERR,
-              cache: PropertyCache | None = None, model: str | None = None,
-              **options) -> tuple[Profile, Path]:
+def default_model(suite: str) -> str:
+    """The extended model where it can be fitted (the GPU measurement suite, with the
+    extension suite); the paper's elsewhere (CPU sizes)."""
+    return "extended" if suite == "measurement" else "paper"
+
+
+def test_suite_of(suite: str) -> str:
+    """The test suite that belongs to measurement suite *suite*."""
+    from kernelcast.suites.paper import TEST_SUITE_OF
+
+    return TEST_SUITE_OF.get(suite, "test")
+
+
+def fit_store(store_path, model: str = "paper", suite: str = "measurement",
+              cache: PropertyCache | None = None, **params):
+    """*model* (a name; *params* are its keyword arguments) fitted to the rows of the
+    store at *store_path* that it is fitted from when calibrated with *suite*."""
+    fitted = get_model(model, **params)
+    with Store(store_path) as store:
+        dataset = load_dataset(store, fitted.fit_suites(suite), suite=suite, cache=cache)
+    return fitted.fit(dataset)
+
+
+def calibrate(device: str | None = None, backend: str = "opencl", db=None,
+              profile_path=None, suite: str | None = None, model: str | None = None,
+              progress=None, cache: PropertyCache | None = None, params: dict | None = None,
+              **options):
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
-    else *model* (default: kernelcast's on a GPU, the paper's otherwise) is fitted from,
-    fit, save."""
+    else *model* (default: extended on a GPU, paper otherwise) is fitted from, fit, save.
+    Returns (model, profile path)."""
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.measure.campaign import STDERR
+    from kernelcast.suites.campaign import measure_suite
+    from kernelcast.suites.paper import get_suite
+
+    progress = STDERR if progress is None else progress
     runner = make_backend(backend, device)
     if suite is None:
         suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
     model = model or default_model(suite)
-    suites = fit_suites(model, suite)
-    store_path, default_profile = default_paths(runner.device.name, runner.name)
+    suites = model_class(model).fit_suites(suite)
+    store_path, default_profile = default_paths(runner.device.name, runner.name, model)
     db = Path(db or store_path)
-    if profile_path is None and model != "paper":
-        default_profile = default_profile.with_name(f"{default_profile.stem}-{model}.json")
     profile_path = Path(profile_path or default_profile)
-    if progress is not None:
+    stream = sys.stderr if progress is STDERR else progress
+    if stream is not None:
         print(f"calibrating {runner.device.name} ({runner.name}, driver "
               f"{runner.device.driver}) for the {model} model with the "
-              f"{' and '.join(suites)} suites into {db}",
-              file=sys.stderr if progress is STDERR else progress)
+              f"{' and '.join(suites)} suites into {db}", file=stream)
     with Store(db, runner.identity) as store:
         for name in suites:
             measure_suite(get_suite(name), runner, store, progress=progress, **options)
-        profile = fit_profile(store, suite, nonnegative=nonnegative, cache=cache, model=model)
-    profile.save(profile_path)
-    return profile, profile_path
+    fitted = fit_store(db, model, suite, cache, **(params or {}))
+    save_profile(fitted, profile_path)
+    return fitted, profile_path
 
 
-def device_available(profile: Profile) -> bool:
+def device_available(model) -> bool:
+    from kernelcast.measure.devices import find_device
+
+    prov = model.provenance_
+    if not prov.get("backend"):
+        return False
     try:
-        info = find_device(profile.device, profile.backend)
+        info = find_device(prov["device"], prov["backend"])
     except KernelcastError:
         return False
-    return info.name == profile.device and info.driver == profile.driver
+    return info.name == prov["device"] and info.driver == prov["driver"]
 
 
-def evaluate_profile(profile: Profile, db=None, measure: bool | None = None,
-                     progress=STDERR, cache: PropertyCache | None = None, **options):
-    """(Table 1, its summary) for the test suite that belongs to the profile's suite.
+def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str | None = None,
+             progress=None, cache: PropertyCache | None = None, **options) -> dict:
+    """Table 1 of *model* (fitted) and of each model named in *others* (fitted to the
+    same store from the suites they are fitted from; "all" names every registered model)
+    on the test suite of the model's suite (or *suite*), keyed by model name.
 
-    With *measure* None, the test suite is measured (resuming) when the profile's device
-    is present; True requires that, False only reads the store."""
-    db = Path(db or profile.store)
-    if not db.exists():
-        raise KernelcastError(f"no measurement store at {db}; give --db")
-    suite = TEST_SUITE_OF.get(profile.suite, "test")
+    With *measure* None, the test suite is measured (resuming) when the model's device is
+    present; True requires that, False only reads the store."""
+    from kernelcast.measure.campaign import STDERR
+
+    prov = model.provenance_
+    db = Path(db or prov.get("store") or "")
+    if not str(db) or not db.exists():
+        raise KernelcastError(f"no measurement store at {db or '(none given)'}; give --db")
+    suite = suite or test_suite_of(prov.get("suite") or "measurement")
     if measure is None:
-        measure = device_available(profile)
+        measure = device_available(model)
     if measure:
-        runner = make_backend(profile.backend, profile.device)
+        from kernelcast.measure.backends import make_backend
+        from kernelcast.suites.campaign import measure_suite
+        from kernelcast.suites.paper import get_suite
+
+        runner = make_backend(prov["backend"], prov["device"])
         with Store(db, runner.identity) as store:
-            measure_suite(get_suite(suite), runner, store, progress=progress, **options)
+            measure_suite(get_suite(suite), runner, store,
+                          progress=STDERR if progress is None else progress, **options)
+    cache = cache or PropertyCache()
     with Store(db) as store:
-        table = table1(profile, store, suite, cache)
-    return table, summarize(table)
+        if prov.get("backend") and store.identity["device"] != prov["device"]:
+            raise KernelcastError(f"the profile is for {prov['device']}, the store {db} "
+                                  f"holds measurements of {store.identity['device']}")
+        dataset = load_dataset(store, suite, cache=cache)
+    names = list(model_names()) if "all" in others else [n for n in others
+                                                         if n != model.name]
+    tables = {model.name: table1(model, dataset, details=True)}
+    for name in names:
+        if name in tables:
+            continue
+        try:
+            other = fit_store(db, name, prov.get("suite") or "measurement", cache)
+        except KernelcastError as err:
+            print(f"note: {name} model left out: {err}", file=sys.stderr)
+            continue
+        tables[name] = table1(other, dataset)
+    return {name: tables[name] for name in model_names() if name in tables}

@@ -1,4 +1,5 @@
-"""The paper's linear model, fitted by relative least squares (§4.3).
+"""Fitting weights to measured times on matrices: the paper's relative least squares (§4.3)
+and its log-space form.
 
 Run time is an inner product of weights and kernel properties. Fitting divides each case's
 properties by its measured time and minimizes sum_j (1 - sum_i w_i p_ij / T_j)^2, so every
@@ -8,35 +9,30 @@ properties are collinear. ``nonnegative=True`` solves the same problem with w >=
 the paper's unconstrained fit can give negative weights (its Table 2 has some), which
 ``negative_weights_`` reports.
 
-``log_scale=s`` (kernelcast's model; implies non-negative weights) fits the same weights in
+``log_scale=s`` (the extended model's; implies non-negative weights) fits the same weights in
 log space instead: it minimizes sum_j rho(log(sum_i w_i p_ij / T_j) / s), where rho is
 quadratic below 1 and linear above (soft L1) and *s* is the timing noise. Relative least
 squares charges over-predicting by a factor f as (f - 1)^2 but under-predicting by the
 same factor as (1 - 1/f)^2, so wherever the model cannot fit every case it leans toward
-under-predicting (on the H100 it under-predicted 11 of its 13 fitting classes, by up
-to 19% in geometric mean); log error is symmetric, and the linear tail keeps the few cases the
-properties cannot explain (pow-bound arithmetic, four times off) from pulling every weight.
+under-predicting; log error is symmetric, and the linear tail keeps the few cases the
+properties cannot explain from pulling every weight.
 Errors beyond the noise are all misfit, so *s* is the noise and not a tuning knob.
 
-Public names: LinearModel, relative_errors, geometric_mean, fitted_matrix.
+Fits run BLAS on one thread: their matrices (thousands of cases by tens of features) are
+too small to gain from more, and on a shared machine several threads made a fit 5–20
+times slower. Every solver's outcome is kept in ``solver_`` (method, success, message) and a solver
+that did not converge raises a SolverWarning.
+
+Public names: LinearModel, fitted_matrix, solver_report, one_blas_thread.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from kernelcast.errors import KernelcastError
-
-
-def relative_errors(predicted, measured) -> np.ndarray:
-    """|predicted - measured| / measured, elementwise."""
-    predicted, measured = np.asarray(predicted, float), np.asarray(measured, float)
-    return np.abs(predicted - measured) / measured
-
-
-def geometric_mean(values) -> float:
-    values = np.clip(np.asarray(values, float), 1e-12, None)
-    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+from kernelcast.errors import KernelcastError, SolverWarning
 
 
 class LinearModel:
@@ -51,6 +47,10 @@ class LinearModel:
         self.log_scale = log_scale
 
     def fit(self, X, y, feature_names=None):
+        with one_blas_thread():
+            return self._fit(X, y, feature_names)
+
+    def _fit(self, X, y, feature_names):
         X, names = _matrix(X, feature_names)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or len(X) != len(y):
@@ -63,14 +63,16 @@ class LinearModel:
         scale = np.linalg.norm(A, axis=0)
         scale[scale == 0] = 1.0
         A_scaled = A / scale
+        solver = []
         if self.nonnegative:
-            from scipy.optimize import nnls
-
-            w_scaled, _ = nnls(A_scaled, np.ones(len(y)), maxiter=50 * A.shape[1])
+            w_scaled = _nnls(A_scaled, np.ones(len(y)), solver)
         else:
-            w_scaled, *_ = np.linalg.lstsq(A_scaled, np.ones(len(y)), rcond=None)
+            w_scaled, _res, rank, _sv = np.linalg.lstsq(A_scaled, np.ones(len(y)), rcond=None)
+            solver.append({"method": "lstsq", "success": True,
+                           "message": f"rank {rank} of {A.shape[1]}"})
         if self.log_scale is not None:
-            w_scaled = _log_fit(A_scaled, w_scaled, self.log_scale)
+            w_scaled = _log_fit(A_scaled, w_scaled, self.log_scale, solver)
+        self.solver_ = solver
         self.coef_ = w_scaled / scale
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = len(names)
@@ -93,7 +95,40 @@ def fitted_matrix(model, X, feature_names=None) -> np.ndarray:
     return X
 
 
-def _log_fit(A, start, scale) -> np.ndarray:
+def one_blas_thread():
+    """A context in which BLAS runs on one thread. scipy's solvers are imported first:
+    a BLAS library loaded inside the context would escape the limit (scipy brings its
+    own), and the first fit of a process would then differ from the next ones."""
+    import scipy.linalg  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def solver_report(solver: list, result, method: str) -> None:
+    """Append *result*'s outcome (a scipy OptimizeResult) to *solver*; warn if it failed."""
+    entry = {"method": method, "success": bool(result.success),
+             "message": str(result.message), "evaluations": int(result.nfev)}
+    solver.append(entry)
+    if not entry["success"]:
+        warnings.warn(f"the {method} solver did not converge: {entry['message']}",
+                      SolverWarning, stacklevel=3)
+
+
+def _nnls(A, b, solver) -> np.ndarray:
+    from scipy.optimize import nnls
+
+    try:
+        w, _ = nnls(A, b, maxiter=50 * A.shape[1])
+    except RuntimeError as err:  # scipy raises when it runs out of iterations
+        solver.append({"method": "nnls", "success": False, "message": str(err)})
+        raise KernelcastError(f"the non-negative least-squares fit failed: {err}") from None
+    solver.append({"method": "nnls", "success": True, "message": "converged"})
+    return w
+
+
+def _log_fit(A, start, scale, solver) -> np.ndarray:
     """Non-negative w minimizing the soft-L1 loss of log(A·w) at *scale*, from *start*."""
     from scipy.optimize import least_squares
 
@@ -109,6 +144,7 @@ def _log_fit(A, start, scale) -> np.ndarray:
     result = least_squares(residuals, start, jac=jacobian, bounds=(0.0, np.inf),
                            method="trf", x_scale="jac", loss="soft_l1", f_scale=scale,
                            max_nfev=2000)
+    solver_report(solver, result, "log-space least squares")
     w = result.x
     # the solver stays strictly inside the bounds: a weight that adds less than a
     # millionth to every case is one it would have set to zero

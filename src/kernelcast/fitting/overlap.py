@@ -1,36 +1,27 @@
-"""kernelcast's overlap of one work-item's chain with the launch's totals.
+"""Per-work-item terms overlapping the launch's totals: the extended model's fit.
 
-The paper's model adds every term. On a GPU the chain of dependent operations one work-item
-runs (kernelcast's per-work-item ``item_*`` terms) and the work of the whole launch (every
+The paper's model adds every term. On a GPU the chain of dependent operations one
+work-item runs (the per-work-item ``item_*`` terms) and the work of the whole launch (every
 other term but the launch constant) proceed at the same time: a launch with few
 work-items takes as long as its chain, one with many as long as its totals, and one in
-between less than the two added. So kernelcast predicts
+between less than the two added. So the extended model predicts
 
-    t = c + (T^q + L^q)^(1/q),
+    t = c + (T^q + (L·waves)^q)^(1/q),
 
 c the constant terms (``launch``), T the sum of the total terms and L the sum of the
-per-work-item terms, each a weight times a count as before; q = 1 is the paper's sum and
-q → ∞ the larger of the two. The weights are fitted in log space as the linear model's
-are (kernelcast.models.linear), from the linear fit.
+per-work-item terms, each a weight times a count; q = 1 is the paper's sum and q → ∞ the
+larger of the two. The weights are non-negative and fitted in log space from the linear
+log fit (kernelcast.fitting.linear).
 
-A work-item's chain is paid once per *wave*: a device runs R work-items at once (R, the
-resident work-items, is its compute units times the work-items one unit holds), so a
-launch of N work-items runs its chains ceil(N / R) times one after another and L is the
-chain times ceil(N / R). Finite differences, a million short work-groups that each load,
-wait at a barrier and store, is such a sequence of waves. The work-items a unit holds are
-fitted: of 512, 1024, 2048 and 4096 per compute unit (the compute units as the device
-reports them, recorded in the store), the one whose fit has the least geometric mean of
-relative error over the fitting cases (the soft-L1 loss the fit minimizes scarcely tells
-them apart: it is flat where most cases fit within the timing noise). The launch's
-work-items enter the model as the context value ``work_items``, which has no weight.
+A work-item's chain is paid once per *wave*: a device runs R work-items at once (the
+resident work-items), so a launch of N work-items runs its chains ceil(N / R) times one
+after another. R is fitted as the device's compute units (recorded in the store) times
+one of *items_per_unit* (a search grid, not a hardware value): the candidate whose fit
+has the least geometric mean of relative error over the fitting cases. The launch's
+work-items enter as the context value ``work_items``, which has no weight.
 
-q is not fitted per device. Of q = 1 (the sum), 1.25, 1.5, 1.75, 2, 3 and 4,
-leave-one-class-out cross-validation on the fitting suites, averaged over both GPUs and
-both backends, was lowest at 1.5 (30.0%, against 30.7% for the sum; 1.25 and 1.75 within
-0.2 points), and it also cut the validation kernels' error (docs/results.md).
-
-Public names: OVERLAP_Q, CONSTANT_TERMS, CONTEXT_TERMS, ITEMS_PER_UNIT, term_group,
-term_groups, waves, overlap, OverlapModel.
+Public names: CONSTANT_TERMS, CONTEXT_TERMS, ITEMS_PER_UNIT_GRID, term_group, term_groups,
+waves, overlap, OverlapModel.
 """
 
 from __future__ import annotations
@@ -41,13 +32,15 @@ import math
 import numpy as np
 
 from kernelcast.errors import KernelcastError
-from kernelcast.models.linear import (LinearModel, _matrix, fitted_matrix, geometric_mean,
-                                      relative_errors)
+from kernelcast.fitting.linear import (LinearModel, _matrix, fitted_matrix, one_blas_thread,
+                                       solver_report)
+from kernelcast.metrics import geometric_mean, relative_errors
 
-OVERLAP_Q = 1.5
 CONSTANT_TERMS = ("launch",)
 CONTEXT_TERMS = ("work_items",)
-ITEMS_PER_UNIT = (512, 1024, 2048, 4096)
+# work-items per compute unit tried for the resident work-items: a search grid of powers
+# of two (the fit picks one; docs/results.md shows which per device)
+ITEMS_PER_UNIT_GRID = (512, 1024, 2048, 4096)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -80,15 +73,17 @@ def overlap(constant, totals, items, q: float):
 
 
 class OverlapModel:
-    """t ≈ c + (T^q + (L·waves)^q)^(1/q) with non-negative weights, fitted in log space; the
-    interface is LinearModel's (``fit`` returns self, ``predict`` checks the features).
+    """t ≈ c + (T^q + (L·waves)^q)^(1/q) with non-negative weights, fitted in log space;
+    the interface is LinearModel's (``fit`` returns self, ``predict`` checks the features).
 
     With *resident* the device's resident work-items are given; with *compute_units* they
-    are fitted (the module says how); with neither, or without a ``work_items`` column,
-    every launch is one wave. ``resident_items_`` is what the fit used."""
+    are fitted over *items_per_unit*; with neither, or without a ``work_items`` column,
+    every launch is one wave. ``resident_items_`` is what the fit used, ``solver_`` the
+    outcome of every solver run of the chosen candidate."""
 
-    def __init__(self, q: float = OVERLAP_Q, log_scale: float = 0.01,
-                 compute_units: int | None = None, resident: int | None = None):
+    def __init__(self, q: float = 1.5, log_scale: float = 0.01,
+                 compute_units: int | None = None, resident: int | None = None,
+                 items_per_unit: tuple[int, ...] = ITEMS_PER_UNIT_GRID):
         if not q >= 1:
             raise KernelcastError(f"the overlap exponent must be at least 1, not {q}")
         if not log_scale > 0:
@@ -98,8 +93,13 @@ class OverlapModel:
                 raise KernelcastError(f"{name} must be a positive integer, not {value!r}")
         self.q, self.log_scale = float(q), float(log_scale)
         self.compute_units, self.resident = compute_units, resident
+        self.items_per_unit = tuple(items_per_unit)
 
     def fit(self, X, y, feature_names=None):
+        with one_blas_thread():
+            return self._fit(X, y, feature_names)
+
+    def _fit(self, X, y, feature_names):
         X, names = _matrix(X, feature_names)
         y = np.asarray(y, dtype=float)
         groups = term_groups(names)
@@ -109,7 +109,7 @@ class OverlapModel:
             candidates = [None if work_items is None else self.resident]
         else:
             candidates = ([None] if self.compute_units is None else
-                          [self.compute_units * k for k in ITEMS_PER_UNIT])
+                          [self.compute_units * k for k in self.items_per_unit])
         best = None
         for resident in candidates:
             A = X.copy()
@@ -117,18 +117,19 @@ class OverlapModel:
                 A[:, groups[2]] *= waves(work_items, resident)[:, None]
             A[:, context] = 0.0
             linear = LinearModel(log_scale=self.log_scale).fit(A, y, names)
+            solver = list(linear.solver_)
             A = A / y[:, None]
             scale = np.linalg.norm(A, axis=0)
             scale[scale == 0] = 1.0
             w = _overlap_fit(A / scale, linear.coef_ * scale, groups, self.q,
-                             self.log_scale) / scale
+                             self.log_scale, solver) / scale
             constant, total, item = groups
             ratio = overlap(A[:, constant] @ w[constant], A[:, total] @ w[total],
                             A[:, item] @ w[item], self.q)
             error = geometric_mean(relative_errors(ratio, np.ones_like(ratio)))
             if best is None or error < best[0]:
-                best = (error, w, resident)
-        _error, self.coef_, self.resident_items_ = best
+                best = (error, w, resident, solver)
+        _error, self.coef_, self.resident_items_, self.solver_ = best
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = len(names)
         self.negative_weights_ = []
@@ -149,10 +150,10 @@ def _work_items(X, names) -> np.ndarray | None:
     return X[:, names.index("work_items")] if "work_items" in names else None
 
 
-def _overlap_fit(A, start, groups, q, log_scale) -> np.ndarray:
+def _overlap_fit(A, start, groups, q, log_scale, solver) -> np.ndarray:
     """Non-negative w minimizing the soft-L1 loss of log(c + (T^q + L^q)^(1/q)) at
     *log_scale*, where c, T and L are A·w over the three groups and A is already divided
-    by the measured times."""
+    by the measured times. Context columns have no weight: their Jacobian is zero."""
     from scipy.optimize import least_squares
 
     constant, total, item = groups
@@ -168,7 +169,7 @@ def _overlap_fit(A, start, groups, q, log_scale) -> np.ndarray:
 
     def jacobian(w):
         t, l, m, p = parts(w)
-        J = np.empty_like(A)
+        J = np.zeros_like(A)
         J[:, constant] = A[:, constant]
         J[:, total] = A[:, total] * (m ** (1 - q) * t ** (q - 1))[:, None]
         J[:, item] = A[:, item] * (m ** (1 - q) * l ** (q - 1))[:, None]
@@ -178,6 +179,7 @@ def _overlap_fit(A, start, groups, q, log_scale) -> np.ndarray:
     result = least_squares(residuals, start, jac=jacobian, bounds=(0.0, np.inf),
                            method="trf", x_scale="jac", loss="soft_l1", f_scale=log_scale,
                            max_nfev=3000)
+    solver_report(solver, result, "overlap least squares")
     w = result.x
     w[(A * w).max(axis=0) < 1e-6] = 0.0  # as in the linear log fit
     return w

@@ -1,21 +1,17 @@
 """Checking and preparing the Loopy kernels that users hand to kernelcast.
 
-Public names: prepare_kernel, PreparedKernel, load_factory.
+Public names: prepare_kernel, PreparedKernel.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import keyword
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import loopy as lp
 
 from kernelcast.errors import (
     DtypeNotFixedError,
-    KernelcastError,
     NotALoopyKernelError,
     UnsupportedKernelError,
 )
@@ -95,22 +91,3 @@ def _check_supported(knl: lp.LoopKernel) -> None:
     bad = sorted(p for p in knl.all_params() if keyword.iskeyword(p))
     if bad:
         raise UnsupportedKernelError(f"parameter names that are Python keywords: {bad}")
-
-
-def load_factory(spec: str):
-    """Load ``path/to/file.py:factory`` and return the callable named *factory*."""
-    path_str, sep, attr = spec.rpartition(":")
-    if not sep or not path_str or not attr:
-        raise KernelcastError(f"expected FILE.py:FACTORY, got {spec!r}")
-    path = Path(path_str)
-    if not path.is_file():
-        raise KernelcastError(f"no such file: {path}")
-    module_name = f"kernelcast_user_{abs(hash(path.resolve()))}"
-    spec_obj = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec_obj)
-    sys.modules[module_name] = module
-    spec_obj.loader.exec_module(module)
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise KernelcastError(f"{path} has no callable named {attr!r}")
-    return factory

@@ -4,17 +4,27 @@ Cases are grouped by kernel: each kernel's code is generated once and keyed; cas
 the store already holds are skipped (a killed campaign resumes where it stopped); the rest
 are compiled once, checked once against their reference at small sizes (suite cases), then
 timed by the §4.2 protocol one after another, each result committed before the next starts.
-Failures become rows with a status, and the campaign goes on.
+Failures become rows with a status, and the campaign goes on:
 
-``measure_suite`` adds the paper's choice of sizes (§4.2): the empty kernel's launch
-overhead first, then for every class without a given p the smallest allowed p whose
-smallest case runs at least that long.
+- ``compile_error``: the code could not be generated or the device compiler rejected it;
+- ``size_out_of_range``: a size does not fit the integer type of the kernel argument that
+  carries it (e.g. n = 2**31 for an int32 n); checked before memory, so it does not
+  depend on the device;
+- ``out_of_memory``: the arrays do not fit on the device, or it ran out while launching;
+- ``launch_error``: the device failed to run the kernel;
+- ``wrong_answer``: the kernel does not compute its reference (``max_rel_error`` says by
+  how much);
+- ``failed``: any other kernelcast error while preparing or running a case (the message
+  names the error).
+
+Suite campaigns with the paper's choice of sizes (§4.2) are kernelcast.suites.campaign;
+this module does not import the suites (a Job's *case* is used through its attributes).
 
 Progress lines go to *progress*: a stream, None for silence, or STDERR (the default), the
 ``sys.stderr`` of the moment the campaign runs (so that redirecting it works).
 
-Public names: Job, CampaignResult, run_campaign, measure_suite, measure_kernel, job_label,
-suite_jobs, STDERR.
+Public names: Job, CampaignResult, run_campaign, measure_kernel, job_label, suite_jobs,
+failure_fields, progress_stream, STDERR.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from kernelcast.measure.arrays import (
 from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory, check_fits
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store, measurement_key
+from kernelcast.measure.verify import TOLERANCE, check_compiled
 
 
 class _Stderr:
@@ -48,7 +59,8 @@ class _Stderr:
 STDERR = _Stderr()  # default progress stream: sys.stderr when the campaign runs
 
 
-def _stream(progress):
+def progress_stream(progress):
+    """The stream progress lines go to: *progress*, or the current sys.stderr for STDERR."""
     return sys.stderr if progress is STDERR else progress
 
 
@@ -125,7 +137,7 @@ def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
     for job in jobs:
         unique.setdefault(job.name, job)
     jobs = list(unique.values())
-    report = _Progress(len(jobs), _stream(progress))
+    report = _Progress(len(jobs), progress_stream(progress))
     done = store.keys()
     by_kernel: dict[str, list[Job]] = {}
     for job in jobs:
@@ -186,20 +198,32 @@ def _run_kernel(group, backend, store, done, result, report, opts):
         _record(store, job, keys[job.name], code_sha, backend, result, report, **fields)
 
 
+def failure_fields(err: KernelcastError, context: str = "") -> dict:
+    """The status and message of a case that raised *err* (*context* prefixes the
+    message): what happened, never a time."""
+    if isinstance(err, OutOfMemory):
+        status, message = "out_of_memory", str(err)
+    elif isinstance(err, SizeRangeError):
+        status, message = "size_out_of_range", str(err)
+    elif isinstance(err, LaunchError):
+        status, message = "launch_error", str(err)
+    elif isinstance(err, CompileError):
+        status, message = "compile_error", str(err)
+    else:
+        status, message = "failed", f"{type(err).__name__}: {err}"
+    return {"status": status, "message": context + message}
+
+
 def _verify(job, backend, compiled, generated, typed, opts) -> dict | None:
     """None if the kernel computes its reference (or has none); else the failure row."""
-    from kernelcast.suites.verify import TOLERANCE, check_compiled
-
     case = job.case
     if case is None or not case.kclass.check_params:
         return None
     small = case.check_case()
     try:
         errors = check_compiled(backend, compiled, generated, typed, small, opts["seed"])
-    except OutOfMemory as err:
-        return {"status": "out_of_memory", "message": f"while checking: {err}"}
-    except (LaunchError, KernelcastError) as err:
-        return {"status": "launch_error", "message": f"while checking: {err}"}
+    except KernelcastError as err:
+        return failure_fields(err, "while checking: ")
     worst = max(errors.values(), default=0.0)
     if worst > TOLERANCE[case.dtype]:
         bad = ", ".join(f"{k} {v:.3g}" for k, v in errors.items())
@@ -212,16 +236,16 @@ def _time_job(job, backend, compiled, generated, typed, opts) -> dict:
     args = {}
     try:
         specs, scalars = array_specs(typed, job.params)
-        check_fits(backend.device, specs)  # before sizes are converted to the argument types
+        # sizes first: whether they fit the kernel's argument types does not depend on the
+        # device, so a size out of range gets the same status on every device
         values = scalar_arguments(scalars, job.params, np.random.default_rng(opts["seed"]))
+        check_fits(backend.device, specs)
         args = backend.allocate(specs, values, opts["seed"])
         timing = protocol.time_with_protocol(
             lambda count: backend.time_launches(compiled, generated, args, job.params, count),
             opts["runs"], opts["drop"], opts["tolerance"], opts["retries"])
-    except (OutOfMemory, SizeRangeError) as err:
-        return {"status": "out_of_memory", "message": str(err)}
-    except (LaunchError, KernelcastError) as err:
-        return {"status": "launch_error", "message": str(err)}
+    except KernelcastError as err:
+        return failure_fields(err)
     finally:
         backend.release(args)
     return {"status": timing.status, "min_s": timing.min, "median_s": timing.median,
@@ -229,62 +253,10 @@ def _time_job(job, backend, compiled, generated, typed, opts) -> dict:
             "attempts": timing.attempts, "spreads": list(timing.spreads)}
 
 
-# {{{ suites and single kernels
+# {{{ suite cases and single kernels
 
 def suite_jobs(cases) -> list[Job]:
     return [Job.from_case(c) for c in cases]
-
-
-def _min_time(store, key) -> float | None:
-    row = store.get(key)
-    return row["min_s"] if row and row["min_s"] is not None else None
-
-
-def launch_overhead(backend, store, **options) -> float:
-    """§4.2: the run time of the smallest empty-kernel case."""
-    from kernelcast.suites.paper import MEASUREMENT
-
-    empty = MEASUREMENT.kernel_class("empty")
-    case = next(empty.cases("measurement", min(empty.p_choices)))
-    job = Job.from_case(case)
-    result = run_campaign([job], backend, store, **options)
-    seconds = _min_time(store, result.keys[job.name])
-    if seconds is None:
-        raise KernelcastError(f"the empty kernel could not be timed on {backend.device.name}")
-    return seconds
-
-
-def choose_sizes(suite, backend, store, fixed: dict | None = None, **options) -> dict:
-    """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's."""
-    from kernelcast.suites.suite import choose_p
-
-    chosen = dict(fixed or {})
-    missing = [c for c in suite.classes if c.name not in chosen]
-    if not missing:
-        return chosen
-    overhead = launch_overhead(backend, store, **options)
-    for kclass in missing:
-        def smallest_time(p, kclass=kclass):
-            job = Job.from_case(next(kclass.cases(suite.name, p)))
-            keys = run_campaign([job], backend, store, **options).keys
-            return _min_time(store, keys[job.name])
-        chosen[kclass.name] = choose_p(kclass, smallest_time, overhead)
-    return chosen
-
-
-def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes=None,
-                  group_set=None, classes=None, progress=STDERR, **options):
-    """Measure every case of *suite* (optionally only *classes*) into *store*."""
-    if classes:
-        from kernelcast.suites.suite import Suite
-
-        suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
-    progress = _stream(progress)
-    sizes = choose_sizes(suite, backend, store, p, progress=progress, **options)
-    if progress is not None:
-        print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
-    cases = suite.cases(sizes, dtypes, group_set)
-    return run_campaign(suite_jobs(cases), backend, store, progress=progress, **options)
 
 
 def job_label(build, knl) -> str:

@@ -20,7 +20,12 @@ import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 
-from kernelcast.errors import KernelcastError, KernelcastWarning, MissingDependencyError
+from kernelcast.errors import (
+    KernelcastError,
+    KernelcastWarning,
+    MissingDependencyError,
+    UsageError,
+)
 
 NVIDIA_OPENCL_LIBRARIES = (
     "/usr/local/nvidia/lib64/libnvidia-opencl.so.1",
@@ -122,9 +127,12 @@ def _opencl_info(platform, index, device) -> DeviceInfo:
 
 
 def opencl_devices() -> list[DeviceInfo]:
-    """Every OpenCL device the ICD loader offers."""
+    """Every OpenCL device the ICD loader offers; empty without pyopencl."""
+    try:
+        import pyopencl as cl
+    except ImportError:
+        return []
     register_nvidia_opencl()
-    import pyopencl as cl
 
     try:
         platforms = cl.get_platforms()
@@ -173,16 +181,21 @@ def find_device(substring: str | None = None, backend: str = "opencl") -> Device
                 "the CUDA backend needs cupy: pip install 'kernelcast[cuda]'") from None
         devices = cuda_devices()
     elif backend == "opencl":
+        try:
+            import pyopencl  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError(
+                "the OpenCL backend needs pyopencl: pip install pyopencl") from None
         devices = opencl_devices()
     else:
-        raise KernelcastError(f"unknown backend {backend!r}; use opencl or cuda")
+        raise UsageError(f"unknown backend {backend!r}; use opencl or cuda")
     if substring is None:
         return best_device(devices, backend)
     matches = [d for d in devices
                if substring.lower() in f"{d.platform} {d.name}".lower()]
     if not matches:
         known = "; ".join(f"{d.platform}: {d.name}" for d in devices) or "none"
-        raise KernelcastError(f"no {backend} device matches {substring!r}; devices: {known}")
+        raise UsageError(f"no {backend} device matches {substring!r}; devices: {known}")
     return matches[0]
 
 

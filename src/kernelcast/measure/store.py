@@ -8,8 +8,18 @@ code, build options, parameter values, device, driver and kernelcast version —
 campaign that is killed and resumed skips what it finished and duplicates nothing. Every
 row has a status; failed cases have no time, never a sentinel one.
 
-Public names: SCHEMA_VERSION, STATUSES, Store, StoreMismatchError, measurement_key,
-read_measurements.
+Schema versions differ only in the statuses a row may have (a CHECK constraint lists them).
+Version 1 had six: a size too large for its integer argument was recorded as
+``out_of_memory`` and any other error while running as ``launch_error``. Version 2 adds
+``size_out_of_range`` and ``failed`` for those, so that ``out_of_memory`` and
+``launch_error`` mean only what they say. New stores are version 2; version-1 stores (such
+as the committed ones under data/) open, read and resume as before, never rewritten, and
+refuse a row with a status of version 2 with a StoreMismatchError saying to measure into a
+new store: migrating one in place would leave its old rows meaning one thing and its new
+rows another under the same status names.
+
+Public names: SCHEMA_VERSION, STATUSES, SCHEMA_STATUSES, Store, StoreMismatchError,
+measurement_key, read_measurements.
 """
 
 from __future__ import annotations
@@ -20,14 +30,17 @@ import json
 import sqlite3
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError, MissingDependencyError
+from kernelcast.errors import MissingDependencyError, UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # of the stores this kernelcast creates
 STATUSES = ("ok", "unstable", "compile_error", "launch_error", "out_of_memory",
-            "wrong_answer")
+            "wrong_answer", "size_out_of_range", "failed")
+SCHEMA_STATUSES = {1: STATUSES[:6], 2: STATUSES}  # the statuses each schema version allows
 IDENTITY = ("backend", "device", "driver")
 
-_SCHEMA = f"""
+
+def _schema(statuses) -> str:
+    return f"""
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE kernels (code_sha256 TEXT PRIMARY KEY, target TEXT NOT NULL, code TEXT NOT NULL);
 CREATE TABLE measurements (
@@ -49,7 +62,7 @@ CREATE TABLE measurements (
     kernelcast_version TEXT NOT NULL,
     code_sha256 TEXT,
     build_options TEXT,
-    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
+    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in statuses)})),
     min_s REAL,
     median_s REAL,
     times_s TEXT,
@@ -66,11 +79,13 @@ CREATE TRIGGER measurements_append_only_delete BEFORE DELETE ON measurements
 BEGIN SELECT RAISE(ABORT, 'the measurement store is append-only'); END;
 """
 
+
 _JSON_COLUMNS = ("group_size", "params", "times_s", "spreads")
 
 
-class StoreMismatchError(KernelcastError):
-    """The store holds measurements of another device, driver, backend or schema."""
+class StoreMismatchError(UsageError):
+    """The store holds measurements of another device, driver, backend or schema, or
+    cannot record what is asked of it (a usage error: another --db is the way out)."""
 
 
 def measurement_key(case_name: str, code_sha256: str | None, build_options: str,
@@ -94,7 +109,7 @@ class Store:
         self.path = Path(path)
         exists = self.path.exists() and self.path.stat().st_size > 0
         if not exists and identity is None:
-            raise KernelcastError(f"no measurement store at {self.path}")
+            raise UsageError(f"no measurement store at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=30)
         try:
@@ -104,7 +119,7 @@ class Store:
             self._conn.execute("PRAGMA synchronous = FULL")
             if not exists:
                 with self._conn:
-                    self._conn.executescript(_SCHEMA)
+                    self._conn.executescript(_schema(SCHEMA_STATUSES[SCHEMA_VERSION]))
                     self._conn.executemany(
                         "INSERT INTO meta VALUES (?, ?)",
                         [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
@@ -128,9 +143,10 @@ class Store:
 
     def _check(self, identity):
         version = self.meta.get("schema_version")
-        if version != str(SCHEMA_VERSION):
+        if version not in {str(v) for v in SCHEMA_STATUSES}:
+            readable = " and ".join(str(v) for v in SCHEMA_STATUSES)
             raise StoreMismatchError(f"{self.path} has schema version {version}; this "
-                                     f"kernelcast reads version {SCHEMA_VERSION}")
+                                     f"kernelcast reads versions {readable}")
         if identity is None:
             return
         theirs = {k: self.meta.get(k) for k in IDENTITY}
@@ -145,6 +161,15 @@ class Store:
     @property
     def identity(self) -> dict:
         return {k: self.meta[k] for k in IDENTITY}
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.meta["schema_version"])
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """The statuses this store's schema version can record."""
+        return SCHEMA_STATUSES[self.schema_version]
 
     @property
     def compute_units(self) -> int | None:
@@ -185,8 +210,14 @@ class Store:
     def add(self, row: dict) -> int:
         """Append one measurement and commit it; returns its id. Identity columns and
         the time of recording are filled in."""
-        if row.get("status") not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {row.get('status')!r}")
+        status = row.get("status")
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        if status not in self.statuses:
+            raise StoreMismatchError(
+                f"{self.path} has schema version {self.schema_version}, which cannot record "
+                f"the status {status!r} ({row.get('case_name')}); measure into a new store "
+                f"(another --db), which is created with schema version {SCHEMA_VERSION}")
         values = {**row, **self.identity, "recorded_at": _now()}
         for column in _JSON_COLUMNS:
             if values.get(column) is not None:

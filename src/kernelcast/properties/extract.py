@@ -46,7 +46,7 @@ from kernelcast.errors import (
     UncountedWarning,
     UnsupportedKernelError,
 )
-from kernelcast.kernel import PreparedKernel, prepare_kernel
+from kernelcast.frontends.loopy import PreparedKernel, prepare_kernel
 from kernelcast.properties.accesses import find_access_sites, lid0_stride, local_bank_passes
 from kernelcast.properties.footprint import Footprint, utilization
 from kernelcast.properties.recurrence import (RECURRENCE_KINDS, SERIAL_KINDS, branching_loops,
@@ -319,7 +319,13 @@ class _Extraction:
         return Properties(self.knl.name, self.params, counts, minls, self.assumptions,
                           {k: v for k, v in self.statistics.items()
                            if k in self.data_params}, self.reference, tuple(accesses),
-                          extent)
+                          extent, self._local_memory())
+
+    def _local_memory(self) -> tuple:
+        """(shape, bytes per element) of each local-memory temporary."""
+        return tuple((tuple(temp.shape), np.dtype(temp.dtype.numpy_dtype).itemsize)
+                     for temp in self.knl.temporary_variables.values()
+                     if temp.address_space == lp.AddressSpace.LOCAL)
 
     def _classify(self, sites) -> list[AccessInfo]:
         # The utilization ratio is per array and direction, over all of its sites; only

@@ -20,21 +20,15 @@ special functions too, not only for the step before. ``serial_ops(knl, insn)`` c
 execution of a recurrence in such a loop, the loads and special functions on the longest
 path through one iteration, following the private temporaries the iteration computes
 (N-body: tile load → difference → square → sum over k → rsqrt → add). Flops on that path
-are left to the other counts: counted too, and told apart by the ``guarded`` polynomial
-microbenchmarks, they did not lower the cross-validated error (docs/results.md).
+are left to the other counts.
 
 The counts treat every such loop alike, although the compilers do not: an iteration that
-only adds a load into the recurrence (``acc += tile[k]``, the ``guarded`` local and global
-microbenchmarks) becomes predicated code whose loads issue back to back, and so does
-``acc += rsqrt(tile[k])`` where the rsqrt is one instruction (flush-to-zero, as cupy
-builds the CUDA backend's kernels). Counting nothing for the predicated loops, with or
-without a weight per branched iteration, raised the cross-validated error (mean of the
-four stores) and N-body's error on every store (docs/results.md, ninth session), so the
-counts stay as they are and the fitted weights absorb the difference. Nor is the integer
-arithmetic counted that an iteration spends on an index not affine in the loop indices
-(``guarded``'s masked ``(lid + k) & 255``: 7 to 13 ns a step on the H100, where N-body's
-affine index costs nothing; ``guarded tiled16`` measures it): counted, with or without
-the changes above, its weight fitted to 0 or N-body got worse (docs/results.md).
+only adds a load into the recurrence (``acc += tile[k]``) becomes predicated code whose
+loads issue back to back, and so does ``acc += rsqrt(tile[k])`` where the rsqrt is one
+instruction (flush-to-zero, as cupy builds the CUDA backend's kernels); the fitted weights
+absorb the difference. The integer arithmetic an iteration spends on an index not affine
+in the loop indices is not counted either. docs/history.md records the alternatives that
+were measured.
 
 A loop whose trip count differs among a work-group's work-items (Loopy's fetch of a tile
 larger than its work-group: ``for (k = 0; k <= 1 + (15*lid + 1)/16 - lid; ++k)``) has a

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import islpy as isl
+import numpy as np
 
 from kernelcast.errors import ParameterError
 from kernelcast.properties.compiled import compile_evaluator, pwqpolynomial_source, set_source
@@ -41,14 +42,17 @@ class Properties:
     of two for ``minls_*``); ``evaluate(params)`` gives every count for given sizes
     without recounting. ``params`` are the size parameters ``evaluate`` needs;
     ``statistics`` holds user-supplied values for data-dependent quantities;
-    ``reference`` is the size at which stride classes and utilization were decided.
+    ``reference`` is the size at which stride classes and utilization were decided;
+    ``local_memory`` the (shape, bytes per element) of each local-memory temporary a
+    work-group allocates (``local_memory_bytes(params)`` adds them up).
     """
 
     def __init__(self, kernel_name: str, params: tuple[str, ...], counts: dict,
                  minls: dict, assumptions: isl.BasicSet, statistics: dict,
                  reference: dict, accesses: tuple[AccessInfo, ...],
-                 extent: dict | None = None):
+                 extent: dict | None = None, local_memory: tuple = ()):
         self.kernel_name = kernel_name
+        self.local_memory = tuple(local_memory)
         self.params = params
         self.statistics = dict(statistics)
         self.reference = dict(reference)
@@ -165,7 +169,7 @@ class Properties:
         return dict(zip(self._extent_names, map(float, self._extent_fn(*args)), strict=True))
 
     def extent(self, params) -> dict[str, float]:
-        """What kernelcast's extended model adds (kernelcast.models.features): the
+        """What the extended model adds (kernelcast.models.extended.features): the
         work-items of the launch (``work_items``); the bytes of the global arrays it reads
         and writes (``bytes_read``, ``bytes_written``), and per array its size and the
         bytes its accesses cover (``read a``, ``read a accessed``, ``written …``); the
@@ -175,6 +179,13 @@ class Properties:
         if self._extent_fn is None:
             return {}
         return self._extents(self._arguments(params))
+
+    def local_memory_bytes(self, params) -> int:
+        """Bytes of local memory one work-group allocates at *params*."""
+        from pymbolic import evaluate
+
+        return sum(int(np.prod([evaluate(n, dict(params)) for n in shape])) * itemsize
+                   for shape, itemsize in self.local_memory)
 
     def vector(self, params, names=PROPERTY_NAMES) -> list[float]:
         """The counts for *names* (zero where absent), in that order."""

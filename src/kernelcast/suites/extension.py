@@ -5,7 +5,7 @@ and none reads the same global data from several work-items. Kernels that users 
 often do both: few, long-running work-items (reductions, products with one output per
 work-item) and neighbouring work-items sharing data through the caches (stencils). These
 two classes measure exactly those behaviours, so that the extended model's parallelism and
-data-volume terms (kernelcast.models.features) have measurements to be fitted from:
+data-volume terms (kernelcast.models.extended.features) have measurements to be fitted from:
 
 - ``parallelism``: n work-items each run a loop of m steps, with n swept from one
   work-group to a few hundred thousand work-items at several loop lengths. Variants:
@@ -16,7 +16,8 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   to 27: the loads grow with r while the data moved from memory does not.
 
 - ``local_reads``: each work-item stores one value into a group-sized local tile and
-  then sums r values of it (r from 4 to 256), read ``spread`` over the banks
+  then sums r values of it (r from 4 to 256, at most the group size g), read ``spread``
+  over the banks
   (tile[(lid + k) mod g]), as a ``broadcast`` (tile[k]) or with two-way bank conflicts
   (``stride2``: tile[(2·lid + k) mod g]). In the paper's suite every
   local-memory kernel reads two local values per multiply-add and a fixed number per
@@ -33,7 +34,7 @@ data-volume terms (kernelcast.models.features) have measurements to be fitted fr
   (v = tile[(lid + k) mod g]), ``special`` (v = rsqrt of that) and ``global``
   (v = a[k, lid], coalesced, from a table of m×g values that stays in L2), and ``poly4``
   and ``poly16`` (v = a degree-4 or -16 polynomial of the tile value, Horner, as in
-  ``intensity``), and ``tiled16`` (``poly16`` with k = 256·ko + ki and the tile value read
+  ``intensity``), and ``tiled16`` (``poly16`` with k = g·ko + ki and the tile value read
   as tile[lid + ki] from a tile that holds the group's values twice: the same values,
   through an index affine in the unrolled ki instead of a mask computed anew in every
   step). Only the add carries a step to the next; the condition, a branch in
@@ -60,6 +61,13 @@ They were written after the validation and test kernels had shown these behaviou
 validation or test kernel is among them, and they are never evaluated on
 (docs/suites.md).
 
+The 1-D classes were measured with work-groups of GROUP_SIZE = 256 work-items, the halo
+class with 32 × 8 and 64 × 4. The generators, the NumPy references and the size rules all
+take the group size (g) from the case, so a case built with another group size is sized
+and checked for that size; the kernels that index a tile through a mask (lid + k) & (g − 1)
+(``local_reads``, ``chain``'s ``local``, ``guarded``'s tile variants, ``intensity``'s
+``local`` ones) need g to be a power of two.
+
 Public names: EXTENSION, parallelism, reuse, local_reads, chain, guarded, intensity, halo.
 """
 
@@ -71,7 +79,7 @@ import pymbolic.primitives as prim
 from loopy.symbolic import TypeCast, parse
 
 from kernelcast.suites.kernels import _literal, _make, _split_1d, _split_2d
-from kernelcast.suites.suite import KernelClass, Suite
+from kernelcast.suites.suite import KernelClass, Suite, one_d
 
 PARALLELISM_VARIANTS = ("columns", "rows", "local")
 REUSE_WINDOWS = (1, 3, 9, 27)
@@ -89,9 +97,12 @@ INTENSITY_COEFFICIENT = 0.25  # of every Horner step: p = p·v + c, from p = c
 HALO_RADII = (2, 3, 4, 8)
 HALO_VARIANTS = tuple(f"r{r}" for r in HALO_RADII)
 MAX_ELEMENTS = 2 ** 26  # largest n·m of the parallelism class (512 MiB per float64 array)
+GROUP_SIZE = 256  # work-items per group of the 1-D classes, as measured
+CHAIN_STEPS = 2 ** 27  # most work-items × steps of a chain or guarded case
+INTENSITY_VALUES = 2 ** 25  # most work-items × values of an intensity case
 
 
-def parallelism(variant: str, gsize=256, dtype=np.float32):
+def parallelism(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """n work-items, each reducing m terms (see the module docstring for the variants)."""
     if variant == "columns":
         knl = _make("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = sum(k, a[k,i]*b[k,i])",
@@ -121,7 +132,7 @@ def parallelism(variant: str, gsize=256, dtype=np.float32):
     raise ValueError(f"unknown parallelism variant {variant!r}; known: {PARALLELISM_VARIANTS}")
 
 
-def reuse(gsize=256, dtype=np.float32):
+def reuse(gsize=GROUP_SIZE, dtype=np.float32):
     """out[i] = Σ_{j<r} a[i+j]: r loads per work-item, neighbours share all but one."""
     knl = _make("{[i,j]: 0<=i<n and 0<=j<r}", "out[i] = sum(j, a[i+j])",
                 [lp.GlobalArg("a", dtype, shape="n+r"), lp.GlobalArg("out", dtype, shape="n"),
@@ -130,15 +141,24 @@ def reuse(gsize=256, dtype=np.float32):
     return _split_1d(knl, "i", gsize)
 
 
+def _power_of_two(gsize) -> int:
+    """*gsize* as an int, refused unless a power of two: the kernels that wrap an index
+    into a group-sized tile do so with a mask, (lid + k) & (g - 1)."""
+    g = int(gsize)
+    if g < 1 or g & (g - 1):
+        raise ValueError(f"this kernel needs a power-of-two group size, not {g}")
+    return g
+
+
 def _groups_of(gsize: int, extent: str) -> str:
     """The domain of ng explicit work-groups (go) of gsize work-items (li), each running a
     loop k of *extent* steps."""
     return f"{{[go, li, k]: 0<=go<ng and 0<=li<{gsize} and 0<=k<{extent}}}"
 
 
-def local_reads(variant: str, gsize=256, dtype=np.float32):
+def local_reads(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """out[i] = Σ_{k<r} tile[...]: one local store and r local loads per work-item."""
-    g = int(gsize)
+    g = _power_of_two(gsize)
     if variant not in LOCAL_READS_VARIANTS:
         raise ValueError(f"unknown local_reads variant {variant!r}; known: "
                          f"{LOCAL_READS_VARIANTS}")
@@ -155,9 +175,9 @@ def local_reads(variant: str, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
-def chain(variant: str, gsize=256, dtype=np.float32):
+def chain(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """Each work-item runs a dependent chain of m steps (see the module docstring)."""
-    g = int(gsize)
+    g = _power_of_two(gsize) if variant == "local" else int(gsize)
     c = lambda v: _literal(v, dtype)  # noqa: E731
     item = f"{g}*go + li"
     args = [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",))]
@@ -203,14 +223,14 @@ def chain(variant: str, gsize=256, dtype=np.float32):
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
 
-def guarded(variant: str, gsize=256, dtype=np.float32):
+def guarded(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """Each work-item sums m values, each step under the condition k ≠ lid (see the module
     docstring)."""
-    g = int(gsize)
-    item = f"{g}*go + li"
     if variant not in GUARDED_VARIANTS:
         raise ValueError(f"unknown guarded variant {variant!r}; known: {GUARDED_VARIANTS}")
     tiled = variant.startswith("tiled")
+    g = int(gsize) if tiled or variant == "global" else _power_of_two(gsize)
+    item = f"{g}*go + li"
     steps = ("ko", "ki") if tiled else ("k",)
     k = prim.Variable("ko") * g + prim.Variable("ki") if tiled else prim.Variable("k")
     li, acc = prim.Variable("li"), prim.Variable("acc")
@@ -270,13 +290,15 @@ def _horner(value: str, degree: int, dtype) -> str:
     return poly
 
 
-def intensity(variant: str, gsize=256, dtype=np.float32):
+def intensity(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """Each work-item sums a degree-d polynomial of m values (see the module docstring)."""
     g = int(gsize)
     if variant not in INTENSITY_VARIANTS:
         raise ValueError(f"unknown intensity variant {variant!r}; known: "
                          f"{INTENSITY_VARIANTS}")
     source, degree = _INTENSITY[variant]
+    if source == "local":
+        g = _power_of_two(g)
     item = f"{g}*go + li"
     if source == "local":
         fill = [f"tile[li] = a[{item}] {{id=fill}}"]
@@ -316,40 +338,53 @@ def _dtype(case):
     return np.dtype(case.dtype).type
 
 
-def _parallelism_sizes(variant, p):
-    """n = 2^(p+2t) work-items for t = 0..5, loops of m = 2^8, 2^11, 2^14, n·m ≤ 2^26."""
+_GROUP = (GROUP_SIZE, 1)
+
+
+def _parallelism_sizes(variant, p, group):
+    """n = 2^(p+2t) work-items for t = 0..5, loops of m = 2^8, 2^11, 2^14, n·m ≤ 2^26
+    (for ``local``, only the m that are multiples of the group size g: x is staged through
+    local memory in tiles of g)."""
+    g = group[0]
     return [{"n": 2 ** (p + 2 * t), "m": 2 ** q} for t in range(6) for q in (8, 11, 14)
-            if 2 ** (p + 2 * t + q) <= MAX_ELEMENTS]
+            if 2 ** (p + 2 * t + q) <= MAX_ELEMENTS
+            and (variant != "local" or 2 ** q % g == 0)]
 
 
-def _reuse_sizes(variant, p):
+def _reuse_sizes(variant, p, group):
     return [{"n": 2 ** (p + 2 * t), "r": r} for t in range(4) for r in REUSE_WINDOWS]
 
 
-def _local_reads_sizes(variant, p):
-    """n = 2^(p+2t) work-items, t = 0..2, each reading r = 4 to 256 local values."""
-    return [{"ng": 2 ** (p + 2 * t - 8), "r": r} for t in range(3) for r in LOCAL_READS_COUNTS]
+def _local_reads_sizes(variant, p, group):
+    """n = 2^(p+2t) work-items, t = 0..2, in ng = n/g groups of g, each work-item reading
+    r = 4 to 256 local values, r ≤ g."""
+    g = group[0]
+    return [{"ng": max(1, 2 ** (p + 2 * t) // g), "r": r} for t in range(3)
+            for r in LOCAL_READS_COUNTS if r <= g]
 
 
-def _chain_sizes(variant, p):
-    """ng = 2^(p+3t) work-groups of 256, t = 0..3, chains of m = 2^6, 2^9, 2^12 steps,
-    at most 2^27 steps in all."""
+def _chain_sizes(variant, p, group):
+    """ng = 2^(p+3t) work-groups of g, t = 0..3, chains of m = 2^6, 2^9, 2^12 steps,
+    at most CHAIN_STEPS = 2^27 steps in all."""
+    g = group[0]
     array = {"N": CHAIN_ARRAY} if variant == "global" else {}
     return [{"ng": 2 ** (p + 3 * t), "m": 2 ** q, **array} for t in range(4)
-            for q in (6, 9, 12) if 2 ** (p + 3 * t + 8 + q) <= 2 ** 27]
+            for q in (6, 9, 12) if 2 ** (p + 3 * t + q) * g <= CHAIN_STEPS]
 
 
-def _guarded_sizes(variant, p):
+def _guarded_sizes(variant, p, group):
     """As the chain class: ng = 2^(p+3t) work-groups, m = 2^6, 2^9, 2^12 steps."""
-    return _chain_sizes("", p)
+    return _chain_sizes("", p, group)
 
 
-def _intensity_sizes(variant, p):
-    """As the chain class, with at most 2^25 values in all (2^29 flops at degree 16)."""
-    return [s for s in _chain_sizes("", p) if s["ng"] * 256 * s["m"] <= 2 ** 25]
+def _intensity_sizes(variant, p, group):
+    """As the chain class, with at most INTENSITY_VALUES = 2^25 values in all (2^29 flops
+    at degree 16)."""
+    return [s for s in _chain_sizes("", p, group)
+            if s["ng"] * group[0] * s["m"] <= INTENSITY_VALUES]
 
 
-def _halo_sizes(variant, p):
+def _halo_sizes(variant, p, group):
     """n × n outputs, n = 2^(p+2t), t = 0..4: a few work-groups to far beyond L2."""
     return [{"n": 2 ** (p + 2 * t)} for t in range(5)]
 
@@ -361,20 +396,20 @@ def _ref_halo(case, args):
 
 
 def _ref_local_reads(case, args):
-    a, r = args["a"], args["r"]
-    tiles = a.reshape(-1, 256)
-    lanes = np.arange(256)
+    a, r, g = args["a"], args["r"], case.group_size[0]
+    tiles = a.reshape(-1, g)
+    lanes = np.arange(g)
     if case.variant == "spread":
-        picks = [(lanes + k) % 256 for k in range(r)]
+        picks = [(lanes + k) % g for k in range(r)]
     elif case.variant == "stride2":
-        picks = [(2 * lanes + k) % 256 for k in range(r)]
+        picks = [(2 * lanes + k) % g for k in range(r)]
     else:
-        picks = [np.full(256, k) for k in range(r)]
+        picks = [np.full(g, k) for k in range(r)]
     return {"out": sum(tiles[:, pick] for pick in picks).reshape(-1)}
 
 
 def _ref_chain(case, args):
-    a, m = args["a"], args["m"]
+    a, m, g = args["a"], args["m"], case.group_size[0]
     one = a.dtype.type
     if case.variant in ("fma", "special"):
         x = a.copy()
@@ -382,10 +417,10 @@ def _ref_chain(case, args):
             x = x * one(0.999) + one(0.001) if case.variant == "fma" else (
                 one(1) / np.sqrt(x) + one(0.5))
         return {"out": x}
-    items = np.arange(a.shape[0] if case.variant == "local" else 256 * args["ng"])
+    items = np.arange(a.shape[0] if case.variant == "local" else g * args["ng"])
     if case.variant == "local":
-        j, stride, size = items % 256, 32, 256
-        lookup = a.reshape(-1, 256)[items // 256]
+        j, stride, size = items % g, 32, g
+        lookup = a.reshape(-1, g)[items // g]
         value = lambda j: lookup[np.arange(len(items)), j]  # noqa: E731
     else:
         j, stride, size = (64 * items) % args["N"], CHAIN_STEP, args["N"]
@@ -395,14 +430,14 @@ def _ref_chain(case, args):
     return {"out": j.astype(a.dtype)}
 
 
-def _step_values(args, from_global: bool):
-    """work-item × step: a[k, lid] of the m×256 table, or tile[(lid + k) mod 256] of the
-    work-item's group."""
+def _step_values(args, from_global: bool, g: int):
+    """work-item × step: a[k, lid] of the m×g table, or tile[(lid + k) mod g] of the
+    work-item's group of g."""
     a, m = args["a"], args["m"]
     if from_global:
         return np.tile(a.T, (args["ng"], 1))
-    lanes, steps = np.arange(256), np.arange(m)
-    return a.reshape(-1, 256)[:, (lanes[:, None] + steps[None, :]) & 255].reshape(-1, m)
+    lanes, steps = np.arange(g), np.arange(m)
+    return a.reshape(-1, g)[:, (lanes[:, None] + steps[None, :]) % g].reshape(-1, m)
 
 
 def _horner_values(values, degree):
@@ -414,20 +449,21 @@ def _horner_values(values, degree):
 
 
 def _ref_guarded(case, args):
-    a, m = args["a"], args["m"]
-    lanes, steps = np.arange(256), np.arange(m)
-    values = _step_values(args, case.variant == "global")
+    a, m, g = args["a"], args["m"], case.group_size[0]
+    lanes, steps = np.arange(g), np.arange(m)
+    values = _step_values(args, case.variant == "global", g)
     if case.variant == "special":
         values = 1 / np.sqrt(values)
     elif case.variant.startswith(("poly", "tiled")):
         values = _horner_values(values, _degree(case.variant))
-    keep = steps[None, :] != np.tile(lanes, len(values) // 256)[:, None]
+    keep = steps[None, :] != np.tile(lanes, len(values) // g)[:, None]
     return {"out": np.where(keep, values, 0).sum(axis=1, dtype=a.dtype)}
 
 
 def _ref_intensity(case, args):
     source, degree = _INTENSITY[case.variant]
-    values = _horner_values(_step_values(args, source == "global"), degree)
+    values = _horner_values(_step_values(args, source == "global", case.group_size[0]),
+                            degree)
     return {"out": values.sum(axis=1, dtype=args["a"].dtype)}
 
 
@@ -446,32 +482,32 @@ def _ref_reuse(case, args):
 
 EXTENSION = Suite("extension", (
     KernelClass("parallelism", "kernelcast: work-items × loop length", PARALLELISM_VARIANTS,
-                lambda c: parallelism(c.variant, c.group_size[0], _dtype(c)),
-                _parallelism_sizes, (8, 9), group_sizes=((256, 1),),
-                reference=_ref_parallelism, check_params={"n": 300, "m": 512}),
+           lambda c: parallelism(c.variant, one_d(c), _dtype(c)),
+           _parallelism_sizes, (8, 9), group_sizes=(_GROUP,),
+           reference=_ref_parallelism, check_params={"n": 300, "m": 512}),
     KernelClass("reuse", "kernelcast: sliding-window sums", ("",),
-                lambda c: reuse(c.group_size[0], _dtype(c)), _reuse_sizes, (18, 19),
-                group_sizes=((256, 1),), reference=_ref_reuse,
-                check_params={"n": 1001, "r": 9}),
+           lambda c: reuse(one_d(c), _dtype(c)), _reuse_sizes, (18, 19),
+           group_sizes=(_GROUP,), reference=_ref_reuse,
+           check_params={"n": 1001, "r": 9}),
     KernelClass("local_reads", "kernelcast: local loads per local store", LOCAL_READS_VARIANTS,
-                lambda c: local_reads(c.variant, c.group_size[0], _dtype(c)),
-                _local_reads_sizes, (18, 19), group_sizes=((256, 1),),
-                reference=_ref_local_reads, check_params={"ng": 3, "r": 37}),
+           lambda c: local_reads(c.variant, one_d(c), _dtype(c)),
+           _local_reads_sizes, (18, 19), group_sizes=(_GROUP,),
+           reference=_ref_local_reads, check_params={"ng": 3, "r": 37}),
     KernelClass("chain", "kernelcast: dependent chains (latency)", CHAIN_VARIANTS,
-                lambda c: chain(c.variant, c.group_size[0], _dtype(c)), _chain_sizes,
-                (0, 1), group_sizes=((256, 1),), reference=_ref_chain,
-                check_params={"ng": 2, "m": 50, "N": 2 ** 14}),
+           lambda c: chain(c.variant, one_d(c), _dtype(c)), _chain_sizes,
+           (0, 1), group_sizes=(_GROUP,), reference=_ref_chain,
+           check_params={"ng": 2, "m": 50, "N": 2 ** 14}),
     KernelClass("guarded", "kernelcast: a condition in every step (latency)", GUARDED_VARIANTS,
-                lambda c: guarded(c.variant, c.group_size[0], _dtype(c)), _guarded_sizes,
-                (0, 1), group_sizes=((256, 1),), reference=_ref_guarded,
-                check_params={"ng": 2, "m": 300}),
+           lambda c: guarded(c.variant, one_d(c), _dtype(c)), _guarded_sizes,
+           (0, 1), group_sizes=(_GROUP,), reference=_ref_guarded,
+           check_params={"ng": 2, "m": 300}),
     KernelClass("intensity", "kernelcast: flops per load of long-running work-items",
-                INTENSITY_VARIANTS,
-                lambda c: intensity(c.variant, c.group_size[0], _dtype(c)), _intensity_sizes,
-                (0, 1), group_sizes=((256, 1),), reference=_ref_intensity,
-                check_params={"ng": 2, "m": 300}),
+           INTENSITY_VARIANTS,
+           lambda c: intensity(c.variant, one_d(c), _dtype(c)), _intensity_sizes,
+           (0, 1), group_sizes=(_GROUP,), reference=_ref_intensity,
+           check_params={"ng": 2, "m": 300}),
     KernelClass("halo", "kernelcast: tiles with halos (fetch loops)", HALO_VARIANTS,
-                lambda c: halo(c.variant, c.group_size, _dtype(c)), _halo_sizes, (5, 6),
-                group_sizes=((32, 8), (64, 4)), reference=_ref_halo,
-                check_params={"n": 77}),
+           lambda c: halo(c.variant, c.group_size, _dtype(c)), _halo_sizes, (5, 6),
+           group_sizes=((32, 8), (64, 4)), reference=_ref_halo,
+           check_params={"n": 77}),
 ))

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import UsageError
 from kernelcast.suites import kernels as k
-from kernelcast.suites.suite import KernelClass, Suite
+from kernelcast.suites.suite import KernelClass, Suite, one_d
 
 ARITHMETIC_K = (256, 512, 728)
 
@@ -24,15 +24,11 @@ def _dtype(case):
     return np.dtype(case.dtype).type
 
 
-def _one_d(case):
-    return case.group_size[0]
-
-
 def _powers(count, step=1):
-    return lambda variant, p: [{"n": 2 ** (p + step * t)} for t in range(count)]
+    return lambda variant, p, group: [{"n": 2 ** (p + step * t)} for t in range(count)]
 
 
-def _matmul_shapes(variant, p):
+def _matmul_shapes(variant, p, group):
     """§4.1's shape cases with the largest dimension N = 2^(p+t): one dimension halved."""
     shapes = {"square": (1, 1, 1), "l_half": (1, 1, 2), "m_half": (1, 2, 1),
               "n_half": (2, 1, 1)}[variant]
@@ -43,11 +39,11 @@ def _matmul_shapes(variant, p):
     return sizes
 
 
-def _arithmetic_sizes(variant, p):
+def _arithmetic_sizes(variant, p, group):
     return [{"n": 2 ** (p + t), "k": kk} for kk in ARITHMETIC_K for t in range(3)]
 
 
-def _skinny_sizes(variant, p):
+def _skinny_sizes(variant, p, group):
     return [{"n": 2 ** (p + t), "l": 2 ** (p + t), "m": 8 * 2 ** (p + t)} for t in range(4)]
 
 
@@ -62,7 +58,7 @@ MEASUREMENT = Suite("measurement", (
                 (6, 8, 9), "2-D Large", reference="matmul",
                 check_params={"n": 45}),
     KernelClass("scale_add", "§4.1 Vector Scale and Add", ("1", "2", "3"),
-                lambda c: k.scale_add(int(c.variant), _one_d(c), _dtype(c)), _powers(4, 2),
+                lambda c: k.scale_add(int(c.variant), one_d(c), _dtype(c)), _powers(4, 2),
                 (18, 20, 21), "1-D Large",
                 check_params={"n": 1003}),
     KernelClass("transpose", "§4.1 Transpose", k.TRANSPOSE_VARIANTS,
@@ -70,11 +66,11 @@ MEASUREMENT = Suite("measurement", (
                 (10, 11), "2-D Med",
                 check_params={"n": 45}),
     KernelClass("global_access", "§4.1 Stride-1 Global Access", k.GLOBAL_ACCESS_VARIANTS,
-                lambda c: k.global_access(c.variant, _one_d(c), _dtype(c)), _powers(9),
+                lambda c: k.global_access(c.variant, one_d(c), _dtype(c)), _powers(9),
                 (17, 18, 19, 20), "1-D Large",
                 check_params={"n": 1001}),
     KernelClass("filled_stride", "§4.1 Stride-2 and Stride-3 Filled Global Access", ("2", "3"),
-                lambda c: k.filled_stride(int(c.variant), _one_d(c), _dtype(c)),
+                lambda c: k.filled_stride(int(c.variant), one_d(c), _dtype(c)),
                 _powers(4, 3), (15, 16, 17), "1-D Large",
                 check_params={"n": 600}),
     KernelClass("arithmetic", "§4.1 Arithmetic Operations", k.ARITHMETIC_OPS,
@@ -97,7 +93,7 @@ TEST = Suite("test", (
                 (9, 10), group_sizes=((16, 16),), dtypes=("float32",), reference="matmul",
                 check_params={"n": 20, "l": 20, "m": 160}),
     KernelClass("nbody", "§5 N-Body", ("",),
-                lambda c: k.nbody(_one_d(c), _dtype(c)), _powers(4),
+                lambda c: k.nbody(one_d(c), _dtype(c)), _powers(4),
                 (10, 11), group_sizes=((256, 1),), dtypes=("float32",),
                 check_params={"n": 300}),
     KernelClass("convolution", "§5 Convolution", ("",),
@@ -128,4 +124,4 @@ def get_suite(name: str) -> Suite:
     try:
         return suites[name]
     except KeyError:
-        raise KernelcastError(f"unknown suite {name!r}; known: {', '.join(suites)}") from None
+        raise UsageError(f"unknown suite {name!r}; known: {', '.join(suites)}") from None

@@ -85,17 +85,26 @@ class Case:
     def check_case(self) -> Case:
         """The same kernel at its class's small checking sizes (those of its parameters:
         variants of a class may take different ones)."""
-        taken = self.kclass.sizes(self.variant, self.p)[0]
+        taken = self.kclass.sizes(self.variant, self.p, self.group_size)[0]
         return self.with_params({k: v for k, v in self.kclass.check_params.items()
                                  if k in taken})
+
+
+def one_d(case) -> int:
+    """The work-items per group of a 1-D class's case, whose group size is (g, 1)."""
+    gx, gy = case.group_size
+    if gy != 1:
+        raise KernelcastError(f"{case.class_name} is a 1-D kernel class: its group sizes are "
+                              f"(g, 1), not {tuple(case.group_size)}")
+    return int(gx)
 
 
 @dataclass(frozen=True)
 class KernelClass:
     """One kernel class of a suite.
 
-    *build(case)* returns the Loopy kernel; *sizes(variant, p)* returns the parameter
-    dicts of the size cases in order of t; *p_choices* are the base exponents the paper
+    *build(case)* returns the Loopy kernel; *sizes(variant, p, group)* returns the
+    parameter dicts of the size cases in order of t for a group size; *p_choices* are the base exponents the paper
     allows; *group_set* names the entry of GROUP_SETS used (the paper's choice for its
     newest GPU, the Titan X) unless *group_sizes* fixes the sizes; *dtypes* are the
     precisions (empty for a kernel with no floating-point data); *check_params* are small
@@ -107,7 +116,7 @@ class KernelClass:
     section: str
     variants: tuple[str, ...]
     build: Callable[[Case], object]
-    sizes: Callable[[str, int], list[dict]]
+    sizes: Callable[[str, int, tuple[int, int]], list[dict]]
     p_choices: tuple[int, ...]
     group_set: str | None = None
     group_sizes: tuple[tuple[int, int], ...] = ()
@@ -136,7 +145,7 @@ class KernelClass:
                 continue
             for variant in self.variants:
                 for group in self.groups(group_set):
-                    for t, params in enumerate(self.sizes(variant, p)):
+                    for t, params in enumerate(self.sizes(variant, p, group)):
                         yield Case(suite, self, variant, dtype, group, p, t, params)
 
 

@@ -1,8 +1,11 @@
 """A validation suite of common HPC kernels that are in no fitting set.
 
 Users predict kernels no suite contains; these nine classes measure how well a profile does
-on such kernels. None of them may ever be used for fitting (kernelcast.evaluate fits only
-the measurement suites). Each class has a generator, a NumPy reference and four sizes.
+on such kernels. None of them may ever be used for fitting (every model's fit_suites names
+only measurement and extension suites). Each class has a generator, a NumPy reference and four sizes.
+Every generator takes its group size *gsize*, an int for the 1-D kernels and (x, y) for the
+2-D ones (x along local axis 0), as kernelcast.suites.kernels' do; its default is the group
+size the suite measures.
 
 Public names: VALIDATION and the generators stencil3d, batched_matmul, matvec_rows,
 matvec_cols, rotation_f64, column_sums, special_elementwise, stencil2d_f64,
@@ -14,8 +17,8 @@ from __future__ import annotations
 import loopy as lp
 import numpy as np
 
-from kernelcast.suites.kernels import _make, _split_1d, _split_2d
-from kernelcast.suites.suite import KernelClass, Suite
+from kernelcast.suites.kernels import _group_2d, _make, _split_1d, _split_2d
+from kernelcast.suites.suite import KernelClass, Suite, one_d
 
 
 def stencil3d(gsize=(16, 16), dtype=np.float32):
@@ -30,12 +33,27 @@ def stencil3d(gsize=(16, 16), dtype=np.float32):
 
 
 def batched_matmul(gsize=(16, 16), dtype=np.float32):
-    """c[b] = a[b] @ bm[b] for a batch of 16×16 matrices, one matrix per work-group."""
+    """c[b] = a[b] @ bm[b] for a batch of 16×16 matrices, one matrix per work-group of
+    gx × gy work-items (columns on local axis 0): with the default 16 × 16 one element of
+    c per work-item; an axis shorter than 16 walks the rest of the matrix in a loop. A group
+    axis longer than the matrix's is refused (its extra work-items would have nothing to
+    do, and Loopy would launch a smaller group than asked for)."""
+    gx, gy = _group_2d(gsize)
+    if not (1 <= gx <= 16 and 1 <= gy <= 16):
+        raise ValueError(f"batched_matmul runs one 16×16 matrix per work-group: its group "
+                         f"axes are 1 to 16 work-items, not {gx}×{gy}")
     knl = _make("{[b,i,j,k]: 0<=b<nb and 0<=i,j,k<16}",
                 "c[b,i,j] = sum(k, a[b,i,k]*bm[b,k,j])",
                 [lp.GlobalArg("a, bm, c", dtype, shape=("nb", 16, 16)), "..."],
                 name="batched_matmul", assumptions="nb >= 1")
-    return lp.tag_inames(knl, {"b": "g.0", "i": "l.1", "j": "l.0"})
+    knl = lp.tag_inames(knl, {"b": "g.0"})
+    # a group axis of 16 takes the matrix axis as it is (the kernel measured in data/)
+    for iname, size, axis in (("i", gy, "l.1"), ("j", gx, "l.0")):
+        if size == 16:
+            knl = lp.tag_inames(knl, {iname: axis})
+        else:
+            knl = lp.split_iname(knl, iname, size, inner_tag=axis)
+    return knl
 
 
 def matvec_rows(gsize=256, dtype=np.float32):
@@ -97,18 +115,23 @@ def stencil2d_f64(gsize=(16, 16), dtype=np.float64):
 
 
 def transpose_tiles(gsize=(32, 8), dtype=np.float32):
-    """out = aᵀ staged through local memory in 32×32 tiles by 32×8 work-groups, each
-    work-item moving four elements."""
+    """out = aᵀ staged through local memory in gx×gx tiles by gx×gy work-groups, each
+    work-item moving ceil(gx/gy) elements: 32×32 tiles by 32×8 groups, four elements each,
+    by default. A group taller than wide (gy > gx) is refused: the tile has only gx rows."""
+    gx, gy = _group_2d(gsize)
+    if not 1 <= gy <= gx:
+        raise ValueError(f"transpose_tiles stages gx×gx tiles through gx×gy groups, so "
+                         f"1 ≤ gy ≤ gx; not {gx}×{gy}")
     knl = _make("{[i,j]: 0<=i,j<n}", "out[i, j] = a[j, i]",
                 [lp.GlobalArg("a, out", dtype, shape=("n", "n")), "..."],
                 name="transpose_tiles", assumptions="n >= 1")
-    knl = lp.split_iname(knl, "i", 32, outer_tag="g.1")
-    knl = lp.split_iname(knl, "i_inner", 8, outer_tag="unr", inner_tag="l.1")
-    knl = lp.split_iname(knl, "j", 32, outer_tag="g.0", inner_tag="l.0")
+    knl = lp.split_iname(knl, "i", gx, outer_tag="g.1")
+    knl = lp.split_iname(knl, "i_inner", gy, outer_tag="unr", inner_tag="l.1")
+    knl = lp.split_iname(knl, "j", gx, outer_tag="g.0", inner_tag="l.0")
     knl = lp.add_prefetch(knl, "a", ["i_inner_outer", "i_inner_inner", "j_inner"],
                           fetch_outer_inames="i_outer, j_outer",
                           dim_arg_names=["f_row", "f_col"], default_tag=None)
-    knl = lp.split_iname(knl, "f_row", 8, outer_tag="unr", inner_tag="l.1")
+    knl = lp.split_iname(knl, "f_row", gy, outer_tag="unr", inner_tag="l.1")
     return lp.tag_inames(knl, {"f_col": "l.0"})
 
 
@@ -170,7 +193,7 @@ def _ref_transpose(case, a):
 
 
 def _sizes(formula):
-    return lambda variant, p: [formula(p + t) for t in range(4)]
+    return lambda variant, p, group: [formula(p + t) for t in range(4)]
 
 
 def _dtype(case):
@@ -187,24 +210,24 @@ VALIDATION = Suite("validation", (
                 _sizes(lambda e: {"nb": 2**e}), (10, 12), group_sizes=((16, 16),),
                 dtypes=("float32",), reference=_ref_batched, check_params={"nb": 5}),
     KernelClass("matvec_rows", "matrix-vector product, one row per work-item", ("",),
-                lambda c: matvec_rows(c.group_size[0], _dtype(c)),
+                lambda c: matvec_rows(one_d(c), _dtype(c)),
                 _sizes(lambda e: {"n": 2**e}), (11, 12), group_sizes=((256, 1),),
                 dtypes=("float32",), reference=_ref_matvec_rows, check_params={"n": 300}),
     KernelClass("matvec_cols", "transposed matrix-vector product, coalesced", ("",),
-                lambda c: matvec_cols(c.group_size[0], _dtype(c)),
+                lambda c: matvec_cols(one_d(c), _dtype(c)),
                 _sizes(lambda e: {"n": 2**e}), (11, 12), group_sizes=((256, 1),),
                 dtypes=("float32",), reference=_ref_matvec_cols, check_params={"n": 300}),
     KernelClass("rotation_f64", "BLAS-1 plane rotation, float64", ("",),
-                lambda c: rotation_f64(c.group_size[0], _dtype(c)),
+                lambda c: rotation_f64(one_d(c), _dtype(c)),
                 _sizes(lambda e: {"n": 2**e}), (20, 22), group_sizes=((256, 1),),
                 dtypes=("float64",), reference=_ref_rotation, check_params={"n": 1001}),
     KernelClass("column_sums", "column sums of a row-major matrix (a reduction)", ("",),
-                lambda c: column_sums(c.group_size[0], _dtype(c)),
+                lambda c: column_sums(one_d(c), _dtype(c)),
                 _sizes(lambda e: {"n": 2**e, "m": 2**e // 16}), (12, 13),
                 group_sizes=((256, 1),), dtypes=("float32",), reference=_ref_column_sums,
                 check_params={"n": 600, "m": 37}),
     KernelClass("special_elementwise", "exp, sin, log and sqrt elementwise", ("",),
-                lambda c: special_elementwise(c.group_size[0], _dtype(c)),
+                lambda c: special_elementwise(one_d(c), _dtype(c)),
                 _sizes(lambda e: {"n": 2**e}), (20, 22), group_sizes=((256, 1),),
                 dtypes=("float32",), reference=_ref_special, check_params={"n": 1001}),
     KernelClass("stencil2d_f64", "2-D 9-point stencil, float64", ("",),

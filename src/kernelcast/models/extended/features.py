@@ -1,52 +1,26 @@
-"""What each model multiplies its weights with: the paper's properties, or kernelcast's.
+"""The extended model's features: the paper's properties plus what its §6.2 names and bank
+conflicts, from a kernel's Properties and their extent (kernelcast.properties).
 
-``paper`` is the model of Stevens & Klöckner: the properties of kernelcast.properties,
-totals over all work-items of a launch. ``kernelcast`` extends it in the directions the
-paper's §6.2 names and with bank conflicts, still with fitted weights times counts and
-with no hardware constant entered by hand (the 32 banks of 4 bytes that define a conflict
-aside), its per-work-item terms overlapping its totals instead of adding to them
-(kernelcast.models.overlap):
-
-- *data volume*: ``bytes_read`` and ``bytes_written``, per global array the smaller of
-  its size and the bytes its accesses cover, summed over the arrays a launch reads and
-  writes. Where work-items share data through the caches (a stencil loads each value
-  from several work-items) the access counts overstate what memory moves, and a gather
-  from a large table touches only part of it.
+- *data volume*: ``bytes_read`` and ``bytes_written``, per global array the smaller of its
+  size and the bytes its accesses cover, summed over the arrays a launch reads and writes
+  (where work-items share data through the caches the access counts overstate what
+  memory moves; a gather from a large table touches only part of it).
 - *bank conflicts*: ``local_conflicts``, the local-memory passes beyond one per access
-  that a warp's accesses take (kernelcast.properties.accesses.local_bank_passes). The
-  paper counts local accesses alone; a transpose through an unpadded tile or a stencil
-  tile whose rows are not a multiple of 32 words takes several passes per access.
-- *parallelism*: counts per work-item (``item_*``: global loads along the fast axis
-  (strides 0 and 1) and otherwise, local loads, floating-point operations and barriers,
-  each total divided by the launch's work-items, and split by width or precision as the
-  paper's totals are). A launch with fewer work-items than
-  the device runs at once takes as long as one work-item's chain of operations, however
-  small its totals; with many work-items these terms vanish beside the totals.
-  ``item_recurrence_*`` count, per work-item, the operations on loop-carried paths
-  (kernelcast.properties.recurrence): a step of ``x = rsqrt(x) + c`` or ``j = tile[j]``
-  waits for the one before, so these take their latency. The loads and special
-  functions on the path through one iteration of a loop that has a branch in every
-  iteration (a condition on the loop index) wait as well: the compiler leaves each
-  iteration in its own branch, so an iteration also waits for its own loads. Their local
-  loads and special functions add to the ``item_recurrence_*`` counts, since they take
-  the same latency (one weight for both lowered the cross-validated error on both GPUs
-  and backends, docs/results.md); their global loads, from L2 where the recurrences
-  chase through DRAM, are ``item_serial_global_loads``.
-  ``item_varying_global_loads`` counts the global loads in loops whose trip count differs
-  among a work-group's work-items (the fetch of a tile with halo), for the work-item that
-  runs the most iterations: each iteration is a branch, and waits for its load.
-  A launch with more work-items than the device holds at once runs these chains in
-  waves; ``work_items``, a value without a weight, tells the model how many
-  (kernelcast.models.overlap).
+  that a warp's accesses take (kernelcast.properties.accesses.local_bank_passes).
+- *per work-item* counts (``item_*``): global loads along the fast axis (strides 0 and 1)
+  and otherwise, local loads, floating-point operations and barriers, each total divided
+  by the launch's work-items and split by width or precision as the paper's totals are.
+  A launch with few work-items takes as long as one work-item's chain of operations.
+  ``item_recurrence_*`` count the operations on loop-carried paths and, for local loads
+  and special functions, on the path through an iteration of a loop with a branch in
+  every iteration (kernelcast.properties.recurrence); ``item_serial_global_loads`` the
+  global loads on such branch-serialized paths; ``item_varying_global_loads`` the global
+  loads in loops whose trip count differs among a work-group's work-items, for the
+  work-item that runs the most iterations.
+- ``work_items``, the launch's work-items: a context value without a weight, from which
+  the model counts the waves of resident work-items (kernelcast.fitting.overlap).
 
-All are fitted from the paper's measurement suite together with kernelcast's extension
-suite (kernelcast.suites.extension), whose kernels exercise exactly these behaviours;
-the weights are non-negative, because without that constraint the collinear new terms
-take opposite signs and predictions outside the suite break down (docs/results.md), and
-fitted in log space (kernelcast.models.linear).
-
-Public names: MODELS, EXTENDED_FEATURES, FEATURE_UNITS, check_model, default_model,
-fit_suites, features, extend.
+Public names: EXTENDED_FEATURES, FEATURE_UNITS, features, extend.
 """
 
 from __future__ import annotations
@@ -56,8 +30,6 @@ import functools
 from kernelcast.errors import KernelcastError
 from kernelcast.properties.recurrence import RECURRENCE_KINDS, SERIAL_KINDS
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
-
-MODELS = ("paper", "kernelcast")
 
 _WIDTHS = ("32", "64")  # 128-bit accesses count with 64
 _PRECISIONS = ("f32", "f64")
@@ -102,38 +74,12 @@ FEATURE_UNITS = {
 _FLOPS = tuple(n for n in PROPERTY_NAMES if n.split("_")[0] in OP_KINDS)
 
 
-def check_model(model: str) -> str:
-    if model not in MODELS:
-        raise KernelcastError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
-    return model
-
-
-def default_model(suite: str) -> str:
-    """kernelcast's model where it can be fitted (the GPU measurement suite, with the
-    extension suite): better than the paper's on the test, validation and held-out kernels
-    of both GPUs (docs/results.md). The paper's elsewhere (CPU sizes)."""
-    return "kernelcast" if suite == "measurement" else "paper"
-
-
-def fit_suites(model: str, suite: str) -> tuple[str, ...]:
-    """The suites *model* is fitted from when calibrated with measurement suite *suite*."""
-    if check_model(model) == "paper":
-        return (suite,)
-    if suite != "measurement":
-        raise KernelcastError(f"the kernelcast model is fitted from the measurement and "
-                              f"extension suites at GPU sizes, not from {suite!r}; use "
-                              "--model paper")
-    return ("measurement", "extension")
-
-
-def features(props, params, model: str = "paper") -> dict[str, float]:
-    """The values *model* weighs for a kernel (its Properties) at *params*."""
-    if check_model(model) == "paper":
-        return props.evaluate(params)
+def features(props, params) -> dict[str, float]:
+    """The values the extended model weighs for a kernel (its Properties) at *params*."""
     values, extent = props.evaluate_with_extent(params)
     if not extent:
         raise KernelcastError(f"the properties of {props.kernel_name!r} lack the extent "
-                              "the kernelcast model needs; extract them again")
+                              "the extended model needs; extract them again")
     return extend(values, extent)
 
 
@@ -181,12 +127,11 @@ _SPECIAL_OPS = {p: tuple(f"{op}_{p}" for op in ("special", "pow")) for p in _PRE
 
 
 def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, float]:
-    """The paper's property values plus kernelcast's features, from the extent.
+    """The paper's property values plus the extended features, from the extent.
 
-    Per-work-item counts are split by access width and precision, as the paper splits its
-    totals: on the H100 a work-item's 64-bit load chain takes up to 2.3 times as long as a
-    32-bit one, and an f64 rsqrt 1.4 times an f32 one. Special functions on recurrence and
-    serialized paths are apportioned by the kernel's own f32/f64 totals of them."""
+    Per-work-item counts are split by access width and precision, as the paper splits
+    its totals. Special functions on recurrence and serialized paths are apportioned by
+    the kernel's own f32/f64 totals of them."""
     per_item = dict(_ITEM_ZERO)
     for name, value in values.items():
         feature = _per_item_feature(name)
@@ -215,5 +160,5 @@ def extend(values: dict[str, float], extent: dict[str, float]) -> dict[str, floa
     for name, value in per_item.items():
         if value:
             result[name] = value / work_items
-    result["work_items"] = work_items  # context for the waves (kernelcast.models.overlap)
+    result["work_items"] = work_items  # context for the waves (kernelcast.fitting.overlap)
     return result

@@ -11,8 +11,8 @@ many warps can compute while one waits; which is smaller decides whether memory 
 computation bounds the run time, and when neither reaches the number of active warps N,
 there are not enough warps to hide latency at all.
 
-The model takes a Hardware (kernelcast.models.hardware) and a Workload (per-thread
-instruction counts; kernelcast.models.hong_kim_inputs derives one from a Loopy kernel)
+The model takes a Hardware (kernelcast.models.hong_kim.hardware) and a Workload (per-thread
+instruction counts; kernelcast.models.hong_kim.inputs derives one from a Loopy kernel)
 and returns cycles and seconds with the quantities in between.
 
 Public names: Workload, Estimate, active_blocks_per_sm, estimate, REGIMES, VERDICTS.
@@ -24,7 +24,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from kernelcast.errors import KernelcastError
-from kernelcast.models.hardware import Hardware
+from kernelcast.models.hong_kim.hardware import Hardware
 
 REGIMES = ("not-enough-warps", "memory", "computation", "no-memory")
 VERDICTS = ("not enough warps", "memory-bound", "compute-bound")  # order breaks ties
@@ -74,6 +74,7 @@ class Estimate:
     mem_cycles: float
     comp_cycles: float
     synch_cycles: float
+    parts: dict  # cycles of the memory, computation and synchronization terms
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -114,7 +115,8 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
         # SM then share its issue slots, as in HK's computation-bound case less Mem_L
         cycles = comp_cycles * n * rep
         synch = 0.0
-        return _result(hw, cycles, synch, "no-memory", "compute-bound", mwp=n, cwp=n, n=n,
+        return _result(hw, {"computation": cycles}, synch, "no-memory", "compute-bound",
+                       mwp=n, cwp=n, n=n,
                        rep=rep, blocks_per_sm=blocks_per_sm, active_sms=active_sms,
                        mem_l=0.0, departure=0.0, mem_cycles=0.0, comp_cycles=comp_cycles)
 
@@ -149,17 +151,18 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
         # HK: not enough warps: Exec_cycles_app =
         #     (Mem_cycles + Comp_cycles + Comp_cycles/#Mem_insts × (MWP − 1)) × #Rep
         regime = "not-enough-warps"
-        cycles = (mem_cycles + comp_cycles + comp_p * (mwp - 1)) * rep
+        parts = {"memory": mem_cycles * rep,
+                 "computation": (comp_cycles + comp_p * (mwp - 1)) * rep}
     elif cwp >= mwp or comp_cycles > mem_cycles:
         # HK: memory bound: Exec_cycles_app =
         #     (Mem_cycles × N/MWP + Comp_cycles/#Mem_insts × (MWP − 1)) × #Rep
         regime = "memory"
-        cycles = (mem_cycles * n / mwp + comp_p * (mwp - 1)) * rep
+        parts = {"memory": mem_cycles * n / mwp * rep, "computation": comp_p * (mwp - 1) * rep}
     else:
         # HK: computation bound (MWP > CWP): Exec_cycles_app = (Mem_L + Comp_cycles × N)
         #     × #Rep
         regime = "computation"
-        cycles = (mem_l + comp_cycles * n) * rep
+        parts = {"memory": mem_l * rep, "computation": comp_cycles * n * rep}
     # HK: Synch_cost = Departure_delay × (MWP − 1) × #Synch_insts
     #                  × #Active_blocks_per_SM × #Rep
     synch = departure * (mwp - 1) * wl.synch_insts * blocks_per_sm * rep
@@ -168,17 +171,19 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
     # MWP or CWP was capped at N: the warps are what is missing.
     bounds = {"memory-bound": mwp, "compute-bound": cwp - 1, "not enough warps": n - 1}
     verdict = min(bounds, key=lambda k: (bounds[k], VERDICTS.index(k)))
-    return _result(hw, cycles + synch, synch, regime, verdict, mwp=mwp, cwp=cwp, n=n,
+    return _result(hw, {**parts, "synchronization": synch}, synch, regime, verdict,
+                   mwp=mwp, cwp=cwp, n=n,
                    rep=rep, blocks_per_sm=blocks_per_sm, active_sms=active_sms,
                    mem_l=mem_l, departure=departure, mem_cycles=mem_cycles,
                    comp_cycles=comp_cycles)
 
 
-def _result(hw, cycles, synch, regime, verdict, *, mwp, cwp, n, rep, blocks_per_sm,
+def _result(hw, parts, synch, regime, verdict, *, mwp, cwp, n, rep, blocks_per_sm,
             active_sms, mem_l, departure, mem_cycles, comp_cycles) -> Estimate:
     # HK: Exec_cycles_with_synch = Exec_cycles_app + Synch_cost; seconds at Freq
+    cycles = sum(parts.values())
     return Estimate(seconds=cycles / hw.freq_hz, cycles=cycles, regime=regime,
                     verdict=verdict, mwp=mwp, cwp=cwp, n=n, rep=rep,
                     active_blocks_per_sm=blocks_per_sm, active_sms=active_sms, mem_l=mem_l,
                     departure_delay=departure, mem_cycles=mem_cycles,
-                    comp_cycles=comp_cycles, synch_cycles=synch)
+                    comp_cycles=comp_cycles, synch_cycles=synch, parts=parts)

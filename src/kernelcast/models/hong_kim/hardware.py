@@ -2,14 +2,15 @@
 
 Each GPU is a JSON file in the package's ``hardware`` folder (or any path): the
 parameters of GROPHECY's Table 5 (shared/seeds/004) under the names of
-kernelcast.models.hong_kim, each with where its value comes from. The FX5600 and C1060
+kernelcast.models.hong_kim.equations, each with where its value comes from. The FX5600 and C1060
 files copy Table 5, with the GTX280 latencies it borrows for the C1060; the H100 and
 H200 files are written by ``benchmarks/hong_kim_hardware.py`` from kernelcast's own
 microbenchmarks (pointer chasing for DRAM latency, bandwidth-saturating loads for the
 departure delays) and from the device's reported limits. A value that nothing measured
 or reported is listed under ``guessed`` and raises a HardwareGuessWarning when loaded.
 
-Public names: Hardware, HardwareGuessWarning, HARDWARE_DIR, load_hardware, known_hardware.
+Public names: Hardware, HardwareGuessWarning, HARDWARE_DIR, load_hardware, known_hardware,
+hardware_for_device.
 """
 
 from __future__ import annotations
@@ -19,13 +20,9 @@ import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import HardwareGuessWarning, KernelcastError
 
-HARDWARE_DIR = Path(__file__).resolve().parent.parent / "hardware"
-
-
-class HardwareGuessWarning(UserWarning):
-    """A hardware parameter is a guess, not a measurement or a device report."""
+HARDWARE_DIR = Path(__file__).resolve().parents[2] / "hardware"
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,7 @@ class Hardware:
     max_active_warps_per_sm: int
     max_active_blocks_per_sm: int
     shared_mem_per_sm: int  # bytes
+    sector_bytes: int  # bytes of the smallest global-memory transaction
     registers_per_sm: int | None = None
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
@@ -76,3 +74,13 @@ def load_hardware(name_or_path: str) -> Hardware:
         warnings.warn(f"{hw.name}: {', '.join(hw.guessed)} guessed, not measured; "
                       "predictions depend on the guess", HardwareGuessWarning, stacklevel=2)
     return hw
+
+
+def hardware_for_device(device: str) -> Hardware:
+    """The packaged Hardware whose name is *device* (as the device reports it)."""
+    for name in known_hardware():
+        data = json.loads((HARDWARE_DIR / f"{name}.json").read_text())
+        if data.get("name") == device:
+            return load_hardware(name)
+    raise KernelcastError(f"no packaged Hong–Kim hardware description for {device}; "
+                          f"known: {', '.join(known_hardware())} (give --hardware)")

@@ -1,10 +1,14 @@
-"""Checking that a suite case computes the right answer on a device.
+"""Checking that a case computes the right answer on a device.
 
 A case runs once through a measurement backend (the same compiled code that is timed), on
 random inputs with its outputs poisoned with NaN, and is compared with its NumPy reference:
 the NaN pattern must match exactly (every element the reference expects is written, nothing
 else is) and the norm-wise relative error of the rest must stay below TOLERANCE for the
 precision.
+
+A case is any object with ``params`` (the sizes), ``kernel()`` (its Loopy kernel) and
+``reference(args)`` (the expected outputs, by name, from the host arguments), such as a
+suite case (kernelcast.suites.suite.Case); this module does not import the suites.
 
 Public names: TOLERANCE, relative_error, check_compiled, check_case.
 """

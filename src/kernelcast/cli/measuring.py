@@ -1,0 +1,117 @@
+"""Verbs that measure or fit: measure, calibrate, fit."""
+
+from __future__ import annotations
+
+import sys
+
+from kernelcast.cli.args import integer, pairs, sizes
+from kernelcast.errors import UsageError
+
+
+def _measured_kernel(args):
+    """The factory and sizes of ``measure --kernel``, refused if sizes are missing."""
+    import loopy as lp
+
+    from kernelcast.errors import NotALoopyKernelError
+    from kernelcast.frontends.files import load_factory
+    from kernelcast.measure.arrays import size_parameters
+
+    factory = load_factory(args.kernel)
+    params = sizes(args.param)
+    knl = factory()
+    if not isinstance(knl, (lp.TranslationUnit, lp.LoopKernel)):
+        raise NotALoopyKernelError(f"{args.kernel} returned {type(knl).__name__}, "
+                                   "not a Loopy kernel")
+    missing = [p for p in size_parameters(knl) if p not in params]
+    if missing:
+        raise UsageError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
+                         f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
+    return factory, params
+
+
+def measure(args) -> int:
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.measure.campaign import measure_kernel
+    from kernelcast.measure.store import Store
+
+    if bool(args.kernel) == bool(args.suite):
+        raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")
+    if args.kernel:  # checked before a store is opened
+        factory, params = _measured_kernel(args)
+    backend = make_backend(args.backend, args.device, args.build_options or "")
+    print(f"measuring on {backend.device.name} ({backend.name}, driver "
+          f"{backend.device.driver}) into {args.db}", file=sys.stderr)
+    options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
+    with Store(args.db, backend.identity) as store:
+        if args.kernel:
+            result = measure_kernel(factory, params, backend, store, **options)
+        else:
+            from kernelcast.suites.campaign import measure_suite
+            from kernelcast.suites.paper import get_suite
+
+            suite = get_suite(args.suite)
+            classes = args.classes.split(",") if args.classes else None
+            if args.p == ["max"]:
+                chosen = {c.name: max(c.p_choices) for c in suite.classes
+                          if classes is None or c.name in classes}
+            else:
+                chosen = pairs(args.p, integer, "--p")
+            result = measure_suite(suite, backend, store, p=chosen, dtypes=args.dtype,
+                                   group_set=args.group_set, classes=classes, **options)
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
+    print(f"done: {result.measured} measured ({counts or 'none'}), "
+          f"{result.skipped} already in {args.db}")
+    return 0
+
+
+def _print_fit(model, path) -> None:
+    fit = model.fit_report_
+    line = f"profile written to {path}: {model.name} model"
+    if hasattr(model, "weights_"):
+        line += (f", {len(model.weights_)} weights from {model.provenance_['cases']} cases "
+                 f"({fit['criterion']}), training geometric-mean relative error "
+                 f"{fit['training_geomean_rel_error']:.1%}")
+    print(line)
+    if fit.get("negative_weights"):
+        print(f"negative weights: {', '.join(fit['negative_weights'])}")
+    failed = [s for s in fit.get("solver", []) if not s["success"]]
+    if failed:
+        print("solver warnings: " + "; ".join(f"{s['method']}: {s['message']}"
+                                              for s in failed))
+
+
+def model_params(args) -> dict:
+    """Keyword arguments of the chosen model from the command line."""
+    params = {}
+    if getattr(args, "nonnegative", False):
+        if args.model not in (None, "paper"):
+            raise UsageError("--nonnegative is for the paper model")
+        params["nonnegative"] = True
+    if getattr(args, "hardware", None):
+        if args.model != "hong-kim":
+            raise UsageError("--hardware is for --model hong-kim")
+        params["hardware"] = args.hardware
+    if isinstance(getattr(args, "registers", None), str):
+        if args.model != "hong-kim":
+            raise UsageError("--registers is for --model hong-kim")
+        params["registers"] = args.registers
+    return params
+
+
+def calibrate(args) -> int:
+    from kernelcast.workflow import calibrate as run
+
+    model, path = run(args.device, args.backend, args.db, args.profile, args.suite,
+                      model=args.model, params=model_params(args), runs=args.runs,
+                      tolerance=args.tolerance)
+    _print_fit(model, path)
+    return 0
+
+
+def fit(args) -> int:
+    from kernelcast.profile import save_profile
+    from kernelcast.workflow import fit_store
+
+    model = fit_store(args.db, args.model, args.suite, **model_params(args))
+    _print_fit(model, save_profile(model, args.profile))
+    return 0

@@ -1,0 +1,95 @@
+"""The OpenCL backend (pyopencl), on any device the ICD loader offers.
+
+pyopencl is imported when a backend is made, not with this module; without it making one
+raises MissingDependencyError.
+
+Public names: OpenCLBackend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelcast.errors import MissingDependencyError
+from kernelcast.measure.backends.base import (
+    Backend,
+    CompileError,
+    LaunchError,
+    OutOfMemory,
+    check_fits,
+    host_view,
+)
+from kernelcast.measure.devices import DeviceInfo
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+
+    def __init__(self, device: DeviceInfo, build_options: str = ""):
+        try:
+            import pyopencl as cl
+        except ImportError:
+            raise MissingDependencyError(
+                "the OpenCL backend needs pyopencl: pip install pyopencl") from None
+
+        self._cl = cl
+        self.device = device
+        platform = next(p for p in cl.get_platforms() if p.name.strip() == device.platform)
+        cl_device = platform.get_devices()[device.index]
+        self.context = cl.Context([cl_device])
+        self.queue = cl.CommandQueue(
+            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.build_options = build_options
+
+    def compile(self, kernel):
+        cl = self._cl
+        try:
+            program = cl.Program(self.context, kernel.code).build(
+                options=self.build_options.split())
+        except cl.Error as err:
+            raise CompileError(f"OpenCL build failed: {err}") from None
+        return getattr(program, kernel.name)
+
+    def allocate(self, specs, scalars, seed=0):
+        cl = self._cl
+        import pyopencl.array as cla
+        import pyopencl.clrandom as clrandom
+
+        check_fits(self.device, specs)
+        generator = clrandom.PhiloxGenerator(self.context, seed=seed)
+        args = {}
+        try:
+            for spec in specs:
+                flat = cla.empty(self.queue, max(spec.size, 1), spec.dtype)
+                if spec.written:
+                    flat.fill(np.nan if spec.dtype.kind == "f" else -1)
+                elif spec.dtype.kind == "f":
+                    generator.fill_uniform(flat, a=0.5, b=1.5)
+                else:
+                    flat.fill(1)
+                args[spec.name] = flat
+            self.queue.finish()
+        except (cl.MemoryError, cl.RuntimeError) as err:
+            args.clear()
+            raise OutOfMemory(f"allocation failed: {err}") from None
+        args.update(scalars)
+        return args
+
+    def time_launches(self, compiled, kernel, args, params, count):
+        cl = self._cl
+        grid, block = kernel.launch_sizes(params)
+        global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
+        values = [args[a.name].data if a.is_array else args[a.name] for a in kernel.arguments]
+        try:
+            compiled.set_args(*values)
+            events = [cl.enqueue_nd_range_kernel(self.queue, compiled, global_size, block)
+                      for _ in range(count)]
+            cl.wait_for_events(events)
+            return [(e.profile.end - e.profile.start) * 1e-9 for e in events]
+        except cl.Error as err:
+            if "OUT_OF_RESOURCES" in str(err) or "ALLOCATION_FAILURE" in str(err):
+                raise OutOfMemory(f"launch ran out of resources: {err}") from None
+            raise LaunchError(f"launch failed: {err}") from None
+
+    def read(self, args, specs):
+        return {s.name: host_view(args[s.name].get(), s) for s in specs}

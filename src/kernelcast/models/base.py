@@ -1,0 +1,232 @@
+"""The interface every performance model implements, and the registry of models.
+
+In the manner of a scikit-learn estimator: a model is constructed from keyword arguments
+only (``get_params`` returns them); ``fit(dataset)`` (a kernelcast.fitting.dataset.Dataset)
+returns the model and sets the attributes that end in ``_``, among them ``provenance_``
+(the device, driver, backend, suite and store it was fitted on) and ``fit_report_``
+(diagnostics and every solver's outcome); an unfitted model refuses to predict;
+``predict(workload, params)`` returns seconds for a workload (a Loopy kernel or its
+extracted Properties) at the given sizes; ``explain`` returns named parts, in seconds,
+that sum to the prediction; ``fitted_state()`` and ``restore(state)`` are what a profile
+keeps (kernelcast.profile writes and reads them as versioned JSON).
+
+``WeightedModel`` is the common ground of the fitted models whose prediction is built
+from weights times counts (paper, extended).
+
+Public names: Model, WeightedModel, register, model_class, model_names, get_model,
+as_properties.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.errors import KernelcastError, NotFittedError, UncountedWarning
+
+_REGISTRY: dict[str, type[Model]] = {}
+
+
+def register(cls: type[Model]) -> type[Model]:
+    """Class decorator: make *cls* available under ``cls.name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def model_names() -> tuple[str, ...]:
+    """The registered model names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def model_class(name: str) -> type[Model]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KernelcastError(f"unknown model {name!r}; known: "
+                              f"{', '.join(model_names())}") from None
+
+
+def get_model(name: str, **params) -> Model:
+    """A new, unfitted model *name* made with *params*."""
+    return model_class(name)(**params)
+
+
+def as_properties(workload):
+    """The Properties of *workload* (a Loopy kernel, or Properties already)."""
+    from kernelcast.properties import Properties, extract_properties
+
+    return workload if isinstance(workload, Properties) else extract_properties(workload)
+
+
+class Model(ABC):
+    """A performance model; see the module docstring."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""  # one line, for help texts
+
+    def get_params(self) -> dict:
+        """The keyword arguments the model was made with."""
+        names = [p for p in inspect.signature(type(self).__init__).parameters
+                 if p != "self"]
+        return {p: getattr(self, p) for p in names}
+
+    def clone(self) -> Model:
+        """An unfitted model with the same parameters."""
+        return type(self)(**self.get_params())
+
+    @classmethod
+    def fit_suites(cls, suite: str) -> tuple[str, ...]:
+        """The suites the model is fitted from when calibrated with measurement suite
+        *suite*."""
+        return (suite,)
+
+    @abstractmethod
+    def fit(self, dataset) -> Model:
+        """Fit to *dataset*; return self."""
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "provenance_")
+
+    def check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(f"this {self.name} model is not fitted: call "
+                                 "fit(dataset) or load a profile first")
+
+    @abstractmethod
+    def explain(self, workload, params: dict) -> dict[str, float]:
+        """Seconds by part, largest first; they sum to ``predict``."""
+
+    def predict(self, workload, params: dict) -> float:
+        """Predicted seconds of *workload* at *params*."""
+        return float(sum(self.explain(workload, params).values()))
+
+    def predict_dataset(self, dataset) -> np.ndarray:
+        """Predicted seconds of every case of *dataset*."""
+        self.check_fitted()
+        return np.array([self.predict(dataset.properties(i), dataset.params(i))
+                         for i in range(len(dataset))])
+
+    def details(self, workload, params: dict) -> dict:
+        """Model-specific quantities behind a prediction (regimes, bottlenecks), for
+        tables; none by default."""
+        return {}
+
+    @abstractmethod
+    def fitted_state(self) -> dict:
+        """What a profile keeps of the fitted model, JSON-serializable."""
+
+    @abstractmethod
+    def restore(self, state: dict) -> None:
+        """Set the fitted attributes from ``fitted_state()``'s output."""
+
+    def _set_fitted(self, dataset, report: dict) -> None:
+        self.provenance_ = dataset.provenance()
+        self.fit_report_ = report
+
+
+class WeightedModel(Model):
+    """A model whose prediction is built from fitted weights (seconds per unit) times the
+    values ``features(properties, params)`` gives. ``weights_`` maps feature names to
+    weights; terms whose group is "context" (kernelcast.fitting.overlap.term_group) carry
+    information without a weight."""
+
+    @abstractmethod
+    def features(self, props, params: dict) -> dict[str, float]:
+        """The values the weights multiply, for a kernel's Properties at *params*."""
+
+    def feature_units(self) -> dict[str, str]:
+        """What one unit of each feature is, for tables."""
+        from kernelcast.properties.vocabulary import UNITS
+
+        return dict(UNITS)
+
+    def design_matrix(self, dataset) -> pd.DataFrame:
+        """One row of features per case of *dataset*; columns that are zero throughout
+        are dropped."""
+        X = pd.DataFrame([self.features(dataset.properties(i), dataset.params(i))
+                          for i in range(len(dataset))]).fillna(0.0)
+        return X.loc[:, (X != 0).any(axis=0)]
+
+    @abstractmethod
+    def combine(self, parts: dict[str, float], values: dict[str, float]) -> dict[str, float]:
+        """The seconds of each term from its weight × value (*parts*), given all
+        *values*; the paper's model adds them unchanged."""
+
+    def contributions(self, values: dict[str, float]) -> dict[str, float]:
+        """Seconds per nonzero feature of *values*, summing to the prediction. Nonzero
+        features the model has no weight for are left out with an UncountedWarning."""
+        from kernelcast.fitting.overlap import term_group
+
+        self.check_fitted()
+        weights, parts, missing = self.weights_, {}, []
+        for name, value in values.items():
+            if not value or term_group(name) == "context":
+                continue
+            if name not in weights:
+                missing.append(name)
+                continue
+            parts[name] = weights[name] * value
+        if missing:
+            warnings.warn(f"the {self.name} model for {self.provenance_['device']} has no "
+                          f"weight for {sorted(missing)} (no measurement kernel exercised "
+                          "them); they count as zero", UncountedWarning, stacklevel=3)
+        return self.combine(parts, values)
+
+    def explain(self, workload, params: dict) -> dict[str, float]:
+        self.check_fitted()
+        parts = self.contributions(self.features(as_properties(workload), params))
+        return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
+
+    def predict(self, workload, params: dict) -> float:
+        self.check_fitted()
+        return float(sum(self.contributions(
+            self.features(as_properties(workload), params)).values()))
+
+    def predict_dataset(self, dataset) -> np.ndarray:
+        self.check_fitted()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncountedWarning)
+            return np.array([self.predict(dataset.properties(i), dataset.params(i))
+                             for i in range(len(dataset))])
+
+    def unseen(self, dataset) -> list[str]:
+        """Weighted features that cases of *dataset* have and the model has no weight
+        for (they count as zero)."""
+        from kernelcast.fitting.overlap import term_group
+
+        self.check_fitted()
+        names = set()
+        for i in range(len(dataset)):
+            names |= {k for k, v in self.features(dataset.properties(i),
+                                                   dataset.params(i)).items()
+                      if v and term_group(k) != "context" and k not in self.weights_}
+        return sorted(names)
+
+    def fitted_state(self) -> dict:
+        self.check_fitted()
+        units = self.feature_units()
+        return {"weights": {name: {"value": w, "unit": "s", "per": units.get(name, "count")}
+                            for name, w in self.weights_.items()}}
+
+    def restore(self, state: dict) -> None:
+        weights = state.get("weights")
+        if not isinstance(weights, dict):
+            raise KernelcastError("the profile has no weights")
+        known = set(self.feature_units())
+        result = {}
+        for name, entry in weights.items():
+            if name not in known:
+                raise KernelcastError(f"unknown property {name!r} for the {self.name} "
+                                      "model")
+            value = entry.get("value") if isinstance(entry, dict) else None
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not np.isfinite(value):
+                raise KernelcastError(f"weight of {name!r} is not a finite number")
+            result[name] = float(value)
+        self.weights_ = result

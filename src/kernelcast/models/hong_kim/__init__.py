@@ -1,0 +1,125 @@
+"""The Hong–Kim model behind the model interface: hardware parameters (measured or read from
+the device; kernelcast.models.hong_kim.hardware), a workload gathered from a kernel's
+properties (inputs) and the MWP/CWP equations (equations).
+
+Nothing is fitted to timings: ``fit`` resolves the hardware description, given by name or
+path, or else the packaged one whose name is the dataset's device, and the registers per
+thread that the device's compiler reported for suite kernels, if given. Parts of
+``explain`` are the memory, computation and synchronization terms of the regime that
+applied.
+
+Public names: HongKimModel, Hardware, Workload, Estimate, estimate, load_hardware,
+known_hardware, hardware_for_device, workload.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from kernelcast.errors import KernelcastError
+from kernelcast.models.base import Model, as_properties, register
+from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
+from kernelcast.models.hong_kim.hardware import (Hardware, hardware_for_device,
+                                                 known_hardware, load_hardware)
+from kernelcast.models.hong_kim.inputs import workload
+
+__all__ = ["Estimate", "Hardware", "HongKimModel", "Workload", "estimate",
+           "hardware_for_device", "known_hardware", "load_hardware", "workload"]
+
+
+@register
+class HongKimModel(Model):
+    """The Hong–Kim model. *hardware*: a packaged GPU name (h100, h200, fx5600, c1060) or
+    a JSON file; None takes the dataset's device. *registers*: a JSON file of registers
+    per thread by suite kernel name (data/<gpu>/registers.json); *registers_per_thread*
+    applies to every other kernel. Without either, registers do not limit occupancy."""
+
+    name = "hong-kim"
+    summary = "Hong & Kim's analytical MWP/CWP model on measured hardware parameters"
+
+    def __init__(self, *, hardware: str | None = None, registers: str | None = None,
+                 registers_per_thread: int | None = None):
+        self.hardware = hardware
+        self.registers = registers
+        self.registers_per_thread = registers_per_thread
+
+    def fit(self, dataset=None) -> HongKimModel:
+        """Resolve the hardware (and registers); *dataset* may be None when *hardware* is
+        given."""
+        if self.hardware is None and dataset is None:
+            raise KernelcastError("the Hong–Kim model needs a hardware description "
+                                  "(--hardware) or a dataset of a known device")
+        self.hardware_ = (load_hardware(self.hardware) if self.hardware is not None
+                          else hardware_for_device(dataset.identity["device"]))
+        self.registers_ = {}
+        if self.registers:
+            try:
+                self.registers_ = {k: int(v["registers"]) for k, v in
+                                   json.loads(Path(self.registers).read_text()).items()}
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise KernelcastError(f"{self.registers}: not a registers file "
+                                      f"(kernel name -> {{\"registers\": N}}): {err}") from None
+        if dataset is not None:
+            self.provenance_ = dataset.provenance()
+        else:
+            self.provenance_ = {"device": self.hardware_.name, "driver": "", "backend": "",
+                                "suite": "", "store": "", "cases": 0}
+        self.fit_report_ = {"criterion": "none: analytical, hardware parameters from "
+                            + (self.hardware or "the packaged description of the device"),
+                            "solver": []}
+        return self
+
+    def _estimate(self, props, params, registers) -> Estimate:
+        return estimate(self.hardware_, workload(props, params, self.hardware_, registers))
+
+    def explain(self, workload_, params: dict) -> dict[str, float]:
+        self.check_fitted()
+        est = self._estimate(as_properties(workload_), params, self.registers_per_thread)
+        parts = {k: v / self.hardware_.freq_hz for k, v in est.parts.items() if v}
+        return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
+
+    def details(self, workload_, params: dict, registers: int | None = None) -> dict:
+        """Regime, bottleneck verdict, MWP, CWP and N of the estimate."""
+        self.check_fitted()
+        est = self._estimate(as_properties(workload_), params,
+                             registers or self.registers_per_thread)
+        return {"regime": est.regime, "verdict": est.verdict, "mwp": est.mwp,
+                "cwp": est.cwp, "n": est.n}
+
+    def estimate(self, workload_, params: dict) -> Estimate:
+        """The full estimate, with every quantity of the equations."""
+        self.check_fitted()
+        return self._estimate(as_properties(workload_), params, self.registers_per_thread)
+
+    def case_registers(self, case) -> int | None:
+        return self.registers_.get(case.kernel_name, self.registers_per_thread)
+
+    def predict_dataset(self, dataset):
+        import numpy as np
+
+        self.check_fitted()
+        return np.array([
+            self._estimate(dataset.properties(i), dataset.params(i),
+                           self.case_registers(dataset.cases[i])).seconds
+            for i in range(len(dataset))])
+
+    def fitted_state(self) -> dict:
+        self.check_fitted()
+        hw = asdict(self.hardware_)
+        hw["guessed"] = list(hw["guessed"])
+        return {"hardware": hw, "registers": self.registers_}
+
+    def restore(self, state: dict) -> None:
+        hw = state.get("hardware")
+        if not isinstance(hw, dict):
+            raise KernelcastError("the profile has no hardware description")
+        names = {f.name for f in fields(Hardware)}
+        unknown, missing = set(hw) - names, {n for n in ("name", "warp_size", "freq_hz")
+                                             if n not in hw}
+        if unknown or missing:
+            raise KernelcastError(f"hardware: unknown {sorted(unknown)}, missing "
+                                  f"{sorted(missing)}")
+        self.hardware_ = Hardware(**{**hw, "guessed": tuple(hw.get("guessed", ()))})
+        self.registers_ = {str(k): int(v) for k, v in state.get("registers", {}).items()}

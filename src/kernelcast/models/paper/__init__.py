@@ -1,0 +1,45 @@
+"""Stevens & Klöckner's model: run time as the inner product of fitted weights and the
+kernel's properties (§2–3), fitted to the measurement suite by relative least squares
+(§4.3; kernelcast.fitting.linear), unconstrained as in the paper or with non-negative
+weights.
+
+Public names: PaperModel.
+"""
+
+from __future__ import annotations
+
+from kernelcast.fitting.linear import LinearModel
+from kernelcast.metrics import geometric_mean, relative_errors
+from kernelcast.models.base import WeightedModel, register
+
+
+@register
+class PaperModel(WeightedModel):
+    """The paper's model. *nonnegative* forbids negative weights (the paper allows them;
+    its Table 2 has some)."""
+
+    name = "paper"
+    summary = "Stevens & Klöckner's properties, relative least squares (the baseline)"
+
+    def __init__(self, *, nonnegative: bool = False):
+        self.nonnegative = nonnegative
+
+    def features(self, props, params: dict) -> dict[str, float]:
+        return props.evaluate(params)
+
+    def combine(self, parts, values):
+        return parts
+
+    def fit(self, dataset) -> PaperModel:
+        X = self.design_matrix(dataset)
+        y = dataset.seconds
+        fit = LinearModel(nonnegative=self.nonnegative).fit(X, y)
+        self.weights_ = {n: float(w) for n, w in zip(X.columns, fit.coef_, strict=True)}
+        errors = relative_errors(fit.predict(X), y)
+        self._set_fitted(dataset, {
+            "criterion": "relative least squares" + (", non-negative weights"
+                                                     if self.nonnegative else ""),
+            "negative_weights": fit.negative_weights_, "solver": fit.solver_,
+            "training_geomean_rel_error": geometric_mean(errors),
+            "training_max_rel_error": float(errors.max())})
+        return self

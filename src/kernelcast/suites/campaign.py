@@ -1,0 +1,69 @@
+"""Measuring a whole suite, with the paper's choice of sizes (§4.2).
+
+``measure_suite`` measures the empty kernel's launch overhead first, then, for every class
+without a given p, the smallest allowed p whose smallest case runs at least that long, and
+then every case of the suite at those sizes, through kernelcast.measure.campaign (which
+resumes, checks references, and records failures as statuses).
+
+Public names: launch_overhead, choose_sizes, measure_suite.
+"""
+
+from __future__ import annotations
+
+from kernelcast.errors import KernelcastError
+from kernelcast.measure.campaign import (
+    STDERR,
+    Job,
+    progress_stream,
+    run_campaign,
+    suite_jobs,
+)
+from kernelcast.measure.store import Store
+from kernelcast.suites.paper import MEASUREMENT
+from kernelcast.suites.suite import Suite, choose_p
+
+
+def _min_time(store, key) -> float | None:
+    row = store.get(key)
+    return row["min_s"] if row and row["min_s"] is not None else None
+
+
+def launch_overhead(backend, store, **options) -> float:
+    """§4.2: the run time of the smallest empty-kernel case."""
+    empty = MEASUREMENT.kernel_class("empty")
+    case = next(empty.cases("measurement", min(empty.p_choices)))
+    job = Job.from_case(case)
+    result = run_campaign([job], backend, store, **options)
+    seconds = _min_time(store, result.keys[job.name])
+    if seconds is None:
+        raise KernelcastError(f"the empty kernel could not be timed on {backend.device.name}")
+    return seconds
+
+
+def choose_sizes(suite, backend, store, fixed: dict | None = None, **options) -> dict:
+    """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's."""
+    chosen = dict(fixed or {})
+    missing = [c for c in suite.classes if c.name not in chosen]
+    if not missing:
+        return chosen
+    overhead = launch_overhead(backend, store, **options)
+    for kclass in missing:
+        def smallest_time(p, kclass=kclass):
+            job = Job.from_case(next(kclass.cases(suite.name, p)))
+            keys = run_campaign([job], backend, store, **options).keys
+            return _min_time(store, keys[job.name])
+        chosen[kclass.name] = choose_p(kclass, smallest_time, overhead)
+    return chosen
+
+
+def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes=None,
+                  group_set=None, classes=None, progress=STDERR, **options):
+    """Measure every case of *suite* (optionally only *classes*) into *store*."""
+    if classes:
+        suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
+    progress = progress_stream(progress)
+    sizes = choose_sizes(suite, backend, store, p, progress=progress, **options)
+    if progress is not None:
+        print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
+    cases = suite.cases(sizes, dtypes, group_set)
+    return run_campaign(suite_jobs(cases), backend, store, progress=progress, **options)

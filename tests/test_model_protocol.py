@@ -1,0 +1,186 @@
+"""Every registered model through the same checks: keyword-only construction, refusal to
+predict when unfitted, explain summing to predict, a profile round trip, and two fits of the
+same data giving bit-identical results. The data are the H100 OpenCL measurements
+committed under data/ (small subsets, so the extended model's fit stays quick)."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import kernelcast as kc
+from kernelcast.errors import KernelcastError, NotFittedError
+from kernelcast.fitting.dataset import PropertyCache, load_dataset
+from kernelcast.measure.store import Store
+from kernelcast.models import get_model, model_class, model_names
+from kernelcast.profile import load_profile, save_profile
+from kernelcast.suites import kernels
+
+H100 = "data/h100/opencl.sqlite"
+CLASSES = ["scale_add", "global_access", "arithmetic", "empty", "parallelism", "chain",
+           "matmul_tiled"]
+CACHE = PropertyCache()
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    """Per model, a subset of the suites it is fitted from; and the test suite."""
+    result = {}
+    with Store(H100) as store:
+        for name in model_names():
+            data = load_dataset(store, model_class(name).fit_suites("measurement"),
+                                cache=CACHE)
+            result[name] = data.subset(data.info.kernel_class.isin(CLASSES).to_numpy())
+        test = load_dataset(store, "test", cache=CACHE)
+    return result, test
+
+
+@pytest.fixture(scope="module")
+def fitted(datasets):
+    fits, _ = datasets
+    return {name: get_model(name).fit(fits[name]) for name in model_names()}
+
+
+def test_the_registry_has_every_model_under_one_vocabulary():
+    assert model_names() == ("paper", "extended", "hong-kim")
+    for name in model_names():
+        assert model_class(name).name == name and model_class(name).summary
+    with pytest.raises(KernelcastError, match="unknown model 'kernelcast'"):
+        get_model("kernelcast")
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_no_model_is_fitted_from_test_or_validation_kernels(name):
+    for suite in ("measurement", "measurement-cpu"):
+        try:
+            suites = model_class(name).fit_suites(suite)
+        except KernelcastError:  # a model that cannot be fitted from this suite
+            continue
+        assert not {s for s in suites if s.startswith(("test", "validation"))}
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_models_take_keyword_arguments_only(name):
+    cls = model_class(name)
+    default = cls()
+    assert cls(**default.get_params()).get_params() == default.get_params()
+    with pytest.raises(TypeError):
+        cls(*default.get_params().values())
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_an_unfitted_model_refuses_to_predict(name):
+    model = get_model(name)
+    assert not model.is_fitted
+    with pytest.raises(NotFittedError, match="not fitted"):
+        model.predict(kernels.scale(256), {"n": 4096})
+    with pytest.raises(NotFittedError):
+        model.explain(kernels.scale(256), {"n": 4096})
+    with pytest.raises(NotFittedError):
+        model.fitted_state()
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_explain_sums_to_predict(fitted, datasets, name):
+    model = fitted[name]
+    _, test = datasets
+    for i in range(0, len(test), 4):
+        props, params = test.properties(i), test.params(i)
+        parts = model.explain(props, params)
+        total = model.predict(props, params)
+        assert np.isfinite(total)  # the paper's unconstrained weights may give t < 0
+        assert sum(parts.values()) == pytest.approx(total, rel=1e-12)
+        assert all(np.isfinite(v) for v in parts.values())
+    batch = model.predict_dataset(test)
+    single = [model.predict(test.properties(i), test.params(i)) for i in range(len(test))]
+    np.testing.assert_allclose(batch, single, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_profiles_round_trip(fitted, datasets, name, tmp_path):
+    model = fitted[name]
+    _, test = datasets
+    path = save_profile(model, tmp_path / f"{name}.json")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == 2 and doc["model"] == name
+    assert doc["device"] == "NVIDIA H100 80GB HBM3" and doc["backend"] == "opencl"
+    again = load_profile(path)
+    assert type(again) is type(model) and again.get_params() == model.get_params()
+    assert again.fitted_state() == model.fitted_state()
+    np.testing.assert_array_equal(again.predict_dataset(test), model.predict_dataset(test))
+    # the store is found again from the profile's folder
+    assert again.provenance_["store"].endswith("data/h100/opencl.sqlite")
+
+
+@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+def test_two_fits_of_the_same_data_are_bit_identical(datasets, name):
+    fits, _ = datasets
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kc.KernelcastWarning)  # every solver converges
+        first, second = get_model(name).fit(fits[name]), get_model(name).fit(fits[name])
+    assert json.dumps(first.fitted_state(), sort_keys=True) == json.dumps(
+        second.fitted_state(), sort_keys=True)
+    assert all(s["success"] for s in first.fit_report_["solver"])
+
+
+def test_a_broken_profile_is_refused_with_its_path(fitted, tmp_path):
+    path = save_profile(fitted["paper"], tmp_path / "p.json")
+    doc = json.loads(path.read_text())
+    for broken, message in ((dict(doc, format=9), "refit it"),
+                            (dict(doc, model="roofline"), "unknown model"),
+                            (dict(doc, params={"q": 2}), "do not fit the paper model"),
+                            ({k: v for k, v in doc.items() if k != "device"}, "'device'")):
+        path.write_text(json.dumps(broken))
+        with pytest.raises(KernelcastError, match=message) as err:
+            load_profile(path)
+        assert str(path) in str(err.value)
+    weights = doc["state"]["weights"]
+    name = next(iter(weights))
+    for value in (True, "1e-9", float("nan")):
+        bad = json.loads(json.dumps(doc))
+        bad["state"]["weights"][name]["value"] = value
+        path.write_text(json.dumps(bad))
+        with pytest.raises(KernelcastError, match="not a finite number"):
+            load_profile(path)
+
+
+def test_format_1_profiles_still_load(fitted, tmp_path):
+    """Profiles written before the model interface: the paper's model, and the extended
+    model under its old name "kernelcast" with its exponent as "overlap"."""
+    model = fitted["extended"]
+    old = {"format": 1, "model": "kernelcast", "device": "NVIDIA H100 80GB HBM3",
+           "driver": "580.159.04", "backend": "opencl", "suite": "measurement",
+           "weights": {k: {"value": v, "unit": "s"} for k, v in model.weights_.items()},
+           "overlap": model.q, "resident_items": model.resident_items_}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    loaded = load_profile(path)
+    assert loaded.name == "extended" and loaded.weights_ == model.weights_
+    assert loaded.q == model.q and loaded.resident_items_ == model.resident_items_
+    knl = kernels.scale(256)
+    assert loaded.predict(knl, {"n": 2**20}) == model.predict(knl, {"n": 2**20})
+
+
+_TWO_FITS_IN_A_NEW_PROCESS = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import kernelcast as kc
+from kernelcast.measure.store import Store
+with Store(sys.argv[1]) as store:
+    data = kc.load_dataset(store, ("measurement", "extension"))
+first, second = (kc.get_model("extended").fit(data).fitted_state() for _ in range(2))
+print(json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True))
+"""
+
+
+def test_the_first_fit_of_a_process_is_the_same_as_the_next():
+    """Fits run BLAS on one thread; scipy's own BLAS, loaded during the first fit of a
+    process, once escaped that limit, and that fit differed from the next in its last
+    bits (on the whole H100 OpenCL dataset; a fresh process, as a user's)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TWO_FITS_IN_A_NEW_PROCESS, H100],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
