@@ -1,0 +1,1370 @@
+"""Write docs/results.md from data/: every number on that page comes from here.
+
+Reads only data/ (the measurement stores data/<gpu>/<backend>.sqlite, the campaign logs,
+device files, SASS listings and the index probe under data/<gpu>/, data/cv/*.csv,
+data/speed.json) and the packaged hardware descriptions of the Hong–Kim model; fits every
+registered model (kernelcast.models) to each store, evaluates it on the test and
+validation suites, cross-validates it over the classes it is fitted on, and writes the
+page. No GPU needed. A missing input leaves its section saying so. Progress goes to
+stderr. The narrative of what was tried and not adopted is docs/history.md, not here.
+
+    .venv/bin/python scripts/results.py [--jobs N] [--no-cv] [--out docs/results.md]
+
+--jobs runs the stores in that many processes (default 1: on the shared 2-core
+development machine, 2026-11-25, one process took 97 s and two 114-120 s, each worker
+extracting the suites' properties again); --no-cv skips the cross-validation (a draft:
+its sections say it was skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+STARTED = time.perf_counter()
+# One BLAS thread per process (before numpy is imported, here and in the workers, which
+# inherit it): on a shared 2-core machine OpenBLAS's default threads made the extended
+# model's fit 5 to 30 times slower. Set OPENBLAS_NUM_THREADS to override.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+GPUS = ("h100", "h200")
+BACKENDS = ("opencl", "cuda")
+STORES = tuple((gpu, backend) for gpu in GPUS for backend in BACKENDS)
+GPU_LABEL = {"h100": "H100", "h200": "H200"}
+BACKEND_LABEL = {"opencl": "OpenCL", "cuda": "CUDA"}
+MODEL_LABEL = {"paper": "paper", "extended": "extended", "hong-kim": "Hong–Kim"}
+
+# Stevens & Klöckner, "A Unified, Hardware-Fitted, Cross-GPU Performance Model" (shared
+# seed 000), §5 "Results", Table 1 ("Predicted vs. actual execution times (ms) for test
+# kernels, and geometric mean of relative error"): the bold rows, the geometric mean of
+# relative error of their model per test kernel and GPU, and its cross-GPU geometric mean
+# (last column). The §5 text gives the cross-kernel means as 16%, 14% and 6% (Titan X,
+# C2070, K40), N-body's cross-GPU mean as 43%, and says Radeon performance was irregular.
+# Their measurements were made through OpenCL (Loopy/PyOpenCL), at sizes chosen per GPU.
+PAPER_GPUS = ("GTX Titan X", "Tesla C2070", "Tesla K40", "Radeon R9 Fury")
+PAPER_TABLE1 = {  # kernel: (Titan X, C2070, K40, R9 Fury, cross-GPU geometric mean)
+    "finite_difference": (0.30, 0.10, 0.01, 0.63, 0.11),
+    "skinny_matmul": (0.08, 0.10, 0.13, 0.28, 0.13),
+    "nbody": (0.32, 0.27, 0.54, 0.76, 0.43),
+    "convolution": (0.10, 0.13, 0.03, 0.23, 0.10),
+    "overall": (0.16, 0.14, 0.06, 0.42, None),
+}
+
+# The held-out set of issue 20, measured by the issue's author; its data are not in this
+# repository, so these figures are quoted, not computed.
+HELD_OUT = {"extended": (0.21, 0.18), "paper": (0.38, 0.30),
+            "roofline (unique bytes, measured peaks)": (0.29, 0.34)}
+
+# benchmarks/properties_speed.py as last published (2026-11-22, development machine:
+# x86-64, 2 cores, Python 3.11.7). The benchmark prints and writes no data file, so these
+# are historical figures, not regenerated here.
+PROPERTIES_SPEED = (
+    ("scale (§3.1)", 6, "0.044 s", "0.007 s", "3.9 µs"),
+    ("matmul tiled 16×16 (§4.1)", 10, "0.086 s", "0.049 s", "7.8 µs"),
+    ("matmul tiled 16×12 (§4.1)", 10, "0.169 s", "0.124 s", "23.2 µs"),
+    ("finite differences (§5)", 10, "0.084 s", "0.047 s", "19.7 µs"),
+    ("N-body (§5)", 10, "0.087 s", "0.046 s", "4.9 µs"),
+    ("convolution (§5)", 11, "0.076 s", "0.038 s", "5.1 µs"),
+)
+
+_CACHE = None  # one PropertyCache per process
+
+
+def log(message: str) -> None:
+    print(f"[results {time.perf_counter() - STARTED:6.0f} s] {message}", file=sys.stderr,
+          flush=True)
+
+
+# ---------------------------------------------------------------- formatting helpers
+
+def pct(value, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100 * value:.{digits}f}%"
+
+
+def published(value) -> str:
+    """A published figure at the precision it was published (two decimals)."""
+    return "–" if value is None else f"{round(100 * value)}%"
+
+
+def seconds_text(s) -> str:
+    """Seconds in a readable unit with three significant digits: 18.1 µs, 2.00 ms."""
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= scale or unit == "ns":
+            v = s / scale
+            digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
+            return f"{v:.{digits}f} {unit}"
+    return str(s)
+
+
+def micro(s) -> str:
+    return "–" if s is None else f"{s * 1e6:.1f} µs"
+
+
+def table(headers, rows, align=None) -> str:
+    align = align or ["l"] + ["r"] * (len(headers) - 1)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def store_label(gpu, backend) -> str:
+    return f"{GPU_LABEL[gpu]} {BACKEND_LABEL[backend]}"
+
+
+def rel(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def missing(path) -> str:
+    return f"*Not generated: `{rel(path)}` is missing.*"
+
+
+# ---------------------------------------------------------------- git and dates
+
+def git(*args) -> str | None:
+    try:
+        run = subprocess.run(["git", *args], cwd=ROOT, text=True, capture_output=True,
+                             check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return run.stdout.strip()
+
+
+def code_commit() -> str:
+    head = git("rev-parse", "--short", "HEAD")
+    if head is None:
+        return "unknown (no git)"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + (" with uncommitted changes" if dirty else "")
+
+
+def file_commit(path: Path) -> str:
+    """Last commit touching *path*, and whether the working copy differs from it."""
+    if not path.exists():
+        return "missing"
+    status = git("status", "--porcelain", "--", rel(path))
+    last = git("log", "-1", "--format=%h %cs", "--", rel(path))
+    if status is None:
+        return "unknown (no git)"
+    if status.startswith("??"):
+        return "not committed"
+    return (last or "not committed") + (", changed since" if status else "")
+
+
+def day_range(stamps) -> str:
+    days = sorted({str(s)[:10] for s in stamps if s})
+    if not days:
+        return "–"
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
+# ---------------------------------------------------------------- the models, per store
+
+def make_model(name: str, gpu: str):
+    from kernelcast.models import get_model
+
+    if name == "hong-kim":
+        registers = DATA / gpu / "registers.json"
+        return get_model(name, registers=str(registers) if registers.exists() else None)
+    return get_model(name)
+
+
+def evaluate_store(gpu: str, backend: str, do_cv: bool) -> dict:
+    """Fit every model to one store, Table 1 of the test and validation suites, and
+    leave-one-class-out cross-validation. Runs in a worker process."""
+    global _CACHE
+    warnings.simplefilter("ignore")
+    from kernelcast.errors import KernelcastError
+    from kernelcast.evaluation.crossval import cross_validate
+    from kernelcast.evaluation.tables import table1
+    from kernelcast.fitting.dataset import PropertyCache, load_dataset
+    from kernelcast.measure.store import Store
+    from kernelcast.models import model_names
+
+    if _CACHE is None:
+        _CACHE = PropertyCache()
+    label = store_label(gpu, backend)
+    path = DATA / gpu / f"{backend}.sqlite"
+    result = {"gpu": gpu, "backend": backend, "path": rel(path), "models": {},
+              "errors": [], "cv_done": do_cv}
+    if not path.exists():
+        result["missing"] = True
+        return result
+    with Store(path) as store:
+        result["identity"] = {**store.identity, "compute_units": store.compute_units}
+        suites = {}
+        for suite in ("test", "validation"):
+            try:
+                suites[suite] = load_dataset(store, suite, cache=_CACHE)
+            except KernelcastError as err:
+                result["errors"].append(f"{suite}: {err}")
+        for name in model_names():
+            entry = result["models"][name] = {}
+            model = make_model(name, gpu)
+            try:
+                fit_suites = model.fit_suites("measurement")
+                data = load_dataset(store, fit_suites, suite="measurement", cache=_CACHE)
+                start = time.perf_counter()
+                model.fit(data)
+                entry["fit_s"] = time.perf_counter() - start
+            except Exception as err:  # noqa: BLE001 - the page says what failed
+                entry["error"] = f"fit: {type(err).__name__}: {err}"
+                log(f"{label} {name}: {entry['error']}")
+                continue
+            report = getattr(model, "fit_report_", {})
+            entry.update(suites=list(fit_suites), cases=len(data),
+                         training=report.get("training_geomean_rel_error"),
+                         resident_items=getattr(model, "resident_items_", None),
+                         negative_weights=len(report.get("negative_weights") or []),
+                         weights=len(getattr(model, "weights_", {}) or {}),
+                         q=getattr(model, "q", None),
+                         hardware=getattr(getattr(model, "hardware_", None), "name", None),
+                         registers=len(getattr(model, "registers_", {}) or {}))
+            log(f"{label} {name}: fitted to {len(data)} cases in {entry['fit_s']:.1f} s")
+            for suite, dataset in suites.items():
+                try:
+                    entry[suite] = table1(model, dataset,
+                                          details=name == "hong-kim" and suite == "test")
+                except Exception as err:  # noqa: BLE001
+                    entry[f"{suite}_error"] = f"{type(err).__name__}: {err}"
+            if do_cv:
+                start = time.perf_counter()
+                try:
+                    cv = cross_validate(model, data)
+                    entry["cv"] = cv[["case_name", "suite", "kernel_class", "rel_error",
+                                      "unseen_properties"]]
+                except Exception as err:  # noqa: BLE001
+                    entry["cv_error"] = f"{type(err).__name__}: {err}"
+                entry["cv_s"] = time.perf_counter() - start
+                log(f"{label} {name}: cross-validated in {entry['cv_s']:.0f} s")
+    return result
+
+
+def run_stores(jobs: int, do_cv: bool) -> dict:
+    results = {}
+    if jobs <= 1:
+        for gpu, backend in STORES:
+            results[gpu, backend] = evaluate_store(gpu, backend, do_cv)
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        # the H100 and H200 stores of one backend go to different workers first
+        futures = {pool.submit(evaluate_store, gpu, backend, do_cv): (gpu, backend)
+                   for backend in BACKENDS for gpu in GPUS}
+        for future, key in futures.items():
+            results[key] = future.result()
+    return results
+
+
+# ---------------------------------------------------------------- store contents
+
+def read_stores() -> dict:
+    """Every store's rows (as a DataFrame) and identity, read once in the main process."""
+    from kernelcast.measure.store import Store, read_measurements
+
+    stores = {}
+    for gpu, backend in STORES:
+        path = DATA / gpu / f"{backend}.sqlite"
+        if not path.exists():
+            continue
+        frame = read_measurements(path)
+        with Store(path) as store:
+            meta = dict(store.meta)
+        stores[gpu, backend] = {"frame": frame, "meta": meta, "path": path}
+    return stores
+
+
+def suite_dates(stores, gpu, backend, suites) -> str:
+    info = stores.get((gpu, backend))
+    if info is None:
+        return "–"
+    frame = info["frame"]
+    return day_range(frame[frame.suite.isin(suites)].recorded_at)
+
+
+def dates_line(stores, suites) -> str:
+    """When each store measured *suites*: "H100 OpenCL 2026-11-23; ..." (one date for
+    all when they agree)."""
+    parts = {store_label(g, b): suite_dates(stores, g, b, suites)
+             for g, b in STORES if (g, b) in stores}
+    if not parts:
+        return "no store present"
+    if len(set(parts.values())) == 1:
+        return next(iter(parts.values())) + " (all stores)"
+    return "; ".join(f"{k} {v}" for k, v in parts.items())
+
+
+# ---------------------------------------------------------------- sections
+
+def section_data(stores) -> list[str]:
+    out = ["## Data", "",
+           "The four measurement stores everything below is computed from (rows that "
+           "were timed: status `ok` or `unstable`; docs/measurement.md describes the "
+           "protocol). \"Commit\" is the last commit of the store file.", ""]
+    rows = []
+    for gpu, backend in STORES:
+        path = DATA / gpu / f"{backend}.sqlite"
+        info = stores.get((gpu, backend))
+        if info is None:
+            rows.append([store_label(gpu, backend), f"`{rel(path)}` missing", "", "", "",
+                         "", "", "", ""])
+            continue
+        frame, meta = info["frame"], info["meta"]
+        timed = frame[frame.status.isin(("ok", "unstable"))]
+        counts = timed.suite.value_counts()
+        rows.append([store_label(gpu, backend), f"`{rel(path)}`", meta.get("device", ""),
+                     meta.get("driver", ""), meta.get("compute_units", "–"),
+                     " / ".join(str(int(counts.get(s, 0))) for s in
+                                ("measurement", "extension", "test", "validation")),
+                     int((frame.status == "unstable").sum()),
+                     day_range(frame.recorded_at), file_commit(path)])
+    out.append(table(["store", "file", "device", "driver", "CUs",
+                      "timed rows: measurement / extension / test / validation",
+                      "unstable", "measured", "commit"], rows,
+                     ["l", "l", "l", "l", "r", "r", "r", "l", "l"]))
+    device_files = []
+    for gpu in GPUS:
+        for name in ("gpu.txt", "gpu-clocks.txt", "devices.txt", "devices-unregistered.txt",
+                     "cuda-device.json"):
+            if (DATA / gpu / name).exists():
+                device_files.append(f"`data/{gpu}/{name}`")
+    out += ["", "Device descriptions: " + (", ".join(device_files) or "none present") + "."]
+    for gpu in GPUS:
+        path = DATA / gpu / "gpu.txt"
+        if path.exists():
+            lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+            if len(lines) >= 2:
+                out += ["", f"{GPU_LABEL[gpu]} (`{rel(path)}`, from `nvidia-smi`: name, "
+                        f"driver, memory): {lines[-1].strip()}."]
+    return out
+
+
+def overall(tab) -> float | None:
+    from kernelcast.metrics import geometric_mean
+
+    return None if tab is None or not len(tab) else geometric_mean(tab.rel_error)
+
+
+def section_summary(results, stores, names) -> list[str]:
+    out = ["## Summary", "",
+           "Geometric mean of relative error |predicted − measured| / measured, per model, "
+           "GPU and backend. *Training*: on the cases the model is fitted to. *Test*: the "
+           "paper's four test kernels (§5; two p series per store, every case in Table 1 "
+           "below). "
+           "*Validation*: the nine validation kernels (`kernelcast.suites.validation`, "
+           "never fitted). *CV*: leave-one-class-out cross-validation over the classes "
+           "the model is fitted on (the paper's model and Hong–Kim: the measurement "
+           "suite; the extended model: the measurement and extension suites). Hong–Kim "
+           "fits nothing: it has no training error, and its CV figure is its plain "
+           "prediction of the measurement suite. Rows with *as published* are Stevens & Klöckner's own "
+           "figures for their model (§5, Table 1), on other GPUs and sizes.", ""]
+    rows = []
+    for name in names:
+        for gpu, backend in STORES:
+            res = results.get((gpu, backend), {})
+            entry = res.get("models", {}).get(name)
+            if res.get("missing") or entry is None:
+                rows.append([MODEL_LABEL[name], GPU_LABEL[gpu], BACKEND_LABEL[backend],
+                             "store missing", "–", "–", "–", "–"])
+                continue
+            if "error" in entry:
+                rows.append([MODEL_LABEL[name], GPU_LABEL[gpu], BACKEND_LABEL[backend],
+                             entry["error"], "–", "–", "–", "–"])
+                continue
+            cv = overall(entry.get("cv")) if "cv" in entry else None
+            rows.append([MODEL_LABEL[name], GPU_LABEL[gpu], BACKEND_LABEL[backend],
+                         f"{entry['cases']} ({' + '.join(entry['suites'])})",
+                         pct(entry.get("training")) if name != "hong-kim" else "–",
+                         pct(overall(entry.get("test"))),
+                         pct(overall(entry.get("validation"))),
+                         pct(cv) if cv is not None else
+                         ("skipped" if not res.get("cv_done") else "–")])
+    for i, gpu in enumerate(PAPER_GPUS):
+        rows.append(["paper, as published", gpu, "OpenCL", "their measurement suite", "–",
+                     published(PAPER_TABLE1["overall"][i]), "–", "–"])
+    out.append(table(["model", "GPU", "backend", "fitted on (cases)", "training", "test",
+                      "validation", "CV"], rows, ["l", "l", "l", "l", "r", "r", "r", "r"]))
+    notes = []
+    for gpu, backend in STORES:
+        ext = results.get((gpu, backend), {}).get("models", {}).get("extended", {})
+        if ext.get("resident_items") and ext.get("q") is not None:
+            units = results[gpu, backend]["identity"].get("compute_units")
+            per_unit = (f" ({ext['resident_items'] // units} per compute unit)"
+                        if units else "")
+            notes.append(f"{store_label(gpu, backend)} {ext['resident_items']}{per_unit}")
+    q = next((e.get("q") for r in results.values()
+              for e in [r.get("models", {}).get("extended", {})] if e.get("q")), None)
+    if notes:
+        out += ["", f"The extended model's fit (overlap exponent q = {q:g}) keeps these "
+                "resident work-items per wave: " + "; ".join(notes) + "."]
+    neg = [f"{store_label(g, b)} {results[g, b]['models']['paper']['negative_weights']}"
+           for g, b in STORES if results.get((g, b), {}).get("models", {}).get(
+               "paper", {}).get("weights")]
+    if neg:
+        out += ["", "Negative weights in the paper's unconstrained fit (it allows them, as "
+                "the paper's Table 2 has some): " + "; ".join(neg) + "."]
+    out += ["", "Data: the stores above. Measurement and extension suites measured "
+            + dates_line(stores, ("measurement", "extension")) + "; test suite "
+            + dates_line(stores, ("test",)) + "; validation suite "
+            + dates_line(stores, ("validation",)) + "."]
+    return out
+
+
+def section_test(results, stores, names) -> list[str]:
+    from kernelcast.evaluation.tables import side_by_side, side_by_side_summary
+
+    out = ["## Test kernels (Table 1) next to the paper's", "",
+           "Geometric mean of relative error per test kernel: each model on each store, "
+           "and Stevens & Klöckner's published errors of their model (§5, Table 1; "
+           "published to two decimals, shown as whole percent). Their GPUs are of 2010–"
+           "2015 and their sizes were chosen per GPU, so the comparison is of the "
+           "method's accuracy, not of the same measurements.", ""]
+    summaries = {}
+    for gpu, backend in STORES:
+        entry = results.get((gpu, backend), {}).get("models", {})
+        tables = {n: entry[n]["test"] for n in names if "test" in entry.get(n, {})}
+        if tables:
+            summaries[gpu, backend] = side_by_side_summary(tables)
+    if not summaries:
+        return out + ["*Not generated: no store has test rows.*"]
+    kernels = [k for k in ("finite_difference", "skinny_matmul", "nbody", "convolution",
+                           "overall")
+               if any(k in s.index for s in summaries.values())]
+    rows = []
+    for kernel in kernels:
+        for name in names:
+            row = [kernel if name == names[0] else "",
+                   MODEL_LABEL[name]]
+            for key in STORES:
+                s = summaries.get(key)
+                row.append(pct(s.loc[kernel, name]) if s is not None and kernel in s.index
+                           and name in s.columns else "–")
+            paper = PAPER_TABLE1.get(kernel)
+            if name == "paper" and paper:
+                row += [" / ".join(published(v) for v in paper[:4]), published(paper[4])]
+            else:
+                row += ["", ""]
+            rows.append(row)
+    out.append(table(["kernel", "model", *(store_label(g, b) for g, b in STORES),
+                      "published: Titan X / C2070 / K40 / R9 Fury",
+                      "published, cross-GPU"], rows,
+                     ["l", "l", "r", "r", "r", "r", "r", "r"]))
+    for gpu, backend in STORES:
+        res = results.get((gpu, backend), {})
+        entry = res.get("models", {})
+        tables = {n: entry[n]["test"] for n in names if "test" in entry.get(n, {})}
+        out += ["", f"### Table 1, {store_label(gpu, backend)}", ""]
+        if res.get("missing"):
+            out.append(missing(DATA / gpu / f"{backend}.sqlite"))
+            continue
+        if not tables:
+            out.append("*Not generated: " + "; ".join(res.get("errors", [])
+                                                     or ["no test rows"]) + ".*")
+            continue
+        frame = side_by_side(tables)
+        hk = tables.get("hong-kim")
+        verdicts = (hk.set_index("case_name").loc[frame.case_name, "verdict"].tolist()
+                    if hk is not None and "verdict" in hk else None)
+        rows = []
+        for i, row in enumerate(frame.itertuples(index=False)):
+            line = [row.kernel_class, params_text(row.params), seconds_text(row.measured_s)]
+            for name in tables:
+                line += [seconds_text(frame[name].iloc[i]),
+                         pct(frame[f"{name} error"].iloc[i])]
+            if verdicts is not None:
+                line.append(verdicts[i])
+            rows.append(line)
+        headers = ["kernel", "sizes", "measured"]
+        for name in tables:
+            headers += [MODEL_LABEL[name], "error"]
+        if verdicts is not None:
+            headers.append("Hong–Kim verdict")
+        out.append(table(headers, rows, ["l", "l"] + ["r"] * (len(headers) - 2
+                                                              - (verdicts is not None))
+                         + (["l"] if verdicts is not None else [])))
+        out += ["", f"Data: `data/{gpu}/{backend}.sqlite`, test suite, measured "
+                f"{suite_dates(stores, gpu, backend, ('test',))}; models fitted to the "
+                f"same store (measured {suite_dates(stores, gpu, backend, ('measurement', 'extension'))})."]
+    return out
+
+
+def section_validation(results, stores, names) -> list[str]:
+    from kernelcast.evaluation.tables import side_by_side_summary
+    from kernelcast.metrics import summarize
+
+    out = ["## Validation kernels", "",
+           "Geometric mean of relative error per validation kernel (no model is ever "
+           "fitted to these); section *What the evidence supports* says what they do "
+           "not cover.", ""]
+    for gpu, backend in STORES:
+        res = results.get((gpu, backend), {})
+        entry = res.get("models", {})
+        tables = {n: entry[n]["validation"] for n in names
+                  if "validation" in entry.get(n, {})}
+        out += [f"### {store_label(gpu, backend)}", ""]
+        if res.get("missing"):
+            out += [missing(DATA / gpu / f"{backend}.sqlite"), ""]
+            continue
+        if not tables:
+            out += ["*Not generated: no validation rows.*", ""]
+            continue
+        summary = side_by_side_summary(tables)
+        first = next(iter(tables.values()))
+        cases = summarize(first).cases
+        rng = first.groupby("kernel_class").measured_s.agg(["min", "max"])
+        rows = []
+        for kernel in summary.index:
+            span = ("" if kernel == "overall" else
+                    f"{seconds_text(rng.loc[kernel, 'min'])} – "
+                    f"{seconds_text(rng.loc[kernel, 'max'])}")
+            rows.append([kernel, int(cases.loc[kernel]), span,
+                         *(pct(summary.loc[kernel, n]) for n in tables)])
+        out += [table(["kernel", "cases", "measured", *(MODEL_LABEL[n] for n in tables)],
+                      rows, ["l", "r", "l"] + ["r"] * len(tables)), "",
+                f"Data: `data/{gpu}/{backend}.sqlite`, validation suite, measured "
+                f"{suite_dates(stores, gpu, backend, ('validation',))}.", ""]
+    return out[:-1]
+
+
+def section_cv(results, stores, names) -> list[str]:
+    from kernelcast.metrics import geometric_mean
+
+    out = ["## Cross-validation by class", "",
+           "Leave-one-class-out: for each class of a model's fitting suites, the model is "
+           "fitted to every other class and predicts the held-out one "
+           "(`kernelcast.evaluation.crossval`). Geometric mean of relative error of the "
+           "held-out cases; \"–\" where a model is not fitted on the class. *Unseen* "
+           "counts the weighted features of the held-out class that no other class has "
+           "(they count as zero in its prediction), paper / extended. Hong–Kim fits "
+           "nothing: its figures are its predictions of those classes.", ""]
+    if not any(r.get("cv_done") for r in results.values()):
+        return out + ["*Skipped in this run (`--no-cv`).*"]
+    for gpu, backend in STORES:
+        res = results.get((gpu, backend), {})
+        entry = res.get("models", {})
+        cvs = {n: entry[n]["cv"] for n in names if "cv" in entry.get(n, {})}
+        out += [f"### {store_label(gpu, backend)}", ""]
+        if res.get("missing"):
+            out += [missing(DATA / gpu / f"{backend}.sqlite"), ""]
+            continue
+        if not cvs:
+            errors = [entry[n].get("cv_error") for n in names if entry.get(n, {}).get(
+                "cv_error")]
+            out += ["*Not generated" + (": " + "; ".join(errors) if errors else "") + ".*",
+                    ""]
+            continue
+        classes = {}
+        for cv in cvs.values():
+            for (suite, kclass), group in cv.groupby(["suite", "kernel_class"]):
+                classes.setdefault((suite, kclass), len(group))
+        rows = []
+        for (suite, kclass) in sorted(classes, key=lambda k: (k[0] != "measurement", k[1])):
+            row = [kclass, suite, classes[suite, kclass]]
+            for name in cvs:
+                group = cvs[name][cvs[name].kernel_class == kclass]
+                row.append(pct(geometric_mean(group.rel_error)) if len(group) else "–")
+            unseen = []
+            for name in ("paper", "extended"):
+                group = cvs.get(name)
+                if group is None:
+                    continue
+                sel = group[group.kernel_class == kclass]
+                unseen.append(str(len({p for s in sel.unseen_properties for p in
+                                       s.split(", ") if p})) if len(sel) else "–")
+            row.append(" / ".join(unseen))
+            rows.append(row)
+        rows.append(["**overall**", "", "", *(f"**{pct(geometric_mean(cv.rel_error))}**"
+                                              for cv in cvs.values()), ""])
+        seconds = ", ".join(f"{MODEL_LABEL[n]} {entry[n]['cv_s']:.0f} s" for n in cvs)
+        out += [table(["class", "suite", "cases", *(MODEL_LABEL[n] for n in cvs), "unseen"],
+                      rows, ["l", "l", "r"] + ["r"] * len(cvs) + ["r"]), "",
+                f"Data: `data/{gpu}/{backend}.sqlite`, measured "
+                f"{suite_dates(stores, gpu, backend, ('measurement', 'extension'))}. "
+                f"Time to cross-validate here: {seconds}.", ""]
+    return out[:-1]
+
+
+def sass_summary(path: Path, kernels) -> dict:
+    """Per kernel section of a SASS listing: instructions, BSSY (branch regions),
+    MUFU (special-function unit), LDS (local loads) and predicated LDS."""
+    result, name, counts = {}, None, None
+    for line in path.read_text(errors="replace").splitlines():
+        head = re.match(r"^// (\S+) \((\S+)\)", line)
+        if head:
+            name = head.group(2)
+            counts = result.setdefault(name, {"instructions": 0, "BSSY": 0, "MUFU": 0,
+                                               "LDS": 0, "LDS predicated": 0})
+            continue
+        if counts is None or not re.search(r"/\*[0-9a-f]{4,}\*/", line):
+            continue
+        counts["instructions"] += 1
+        op = re.sub(r"/\*[0-9a-f]+\*/", "", line).strip()
+        predicated = op.startswith("@")
+        word = op.split()[1] if predicated and len(op.split()) > 1 else (op.split() or [""])[0]
+        for key in ("BSSY", "MUFU", "LDS"):
+            if word.startswith(key):
+                counts[key] += 1
+                if key == "LDS" and predicated:
+                    counts["LDS predicated"] += 1
+    return {k: v for k, v in result.items() if k in kernels}
+
+
+def section_evidence(results, stores, names) -> list[str]:
+    out = ["## What the evidence supports, and what it does not", ""]
+    val = {}
+    for key in STORES:
+        entry = results.get(key, {}).get("models", {})
+        for name in names:
+            if "validation" in entry.get(name, {}):
+                val.setdefault(name, {})[key] = overall(entry[name]["validation"])
+    ext = val.get("extended", {})
+    ext_range = (f"{pct(min(ext.values()))}–{pct(max(ext.values()))}" if ext else "–")
+    ratios = [HELD_OUT["extended"][GPUS.index(gpu)] / v for (gpu, _), v in ext.items() if v]
+    gap = (f"The held-out errors are {min(ratios):.1f}–{max(ratios):.1f} times the "
+           "validation errors of the same GPU on this page" if ratios else
+           "The held-out errors are higher")
+    out += ["### An independent held-out set", "",
+            "The issue's author (issue 20) timed an independent held-out set of common HPC "
+            "kernels — 12 kernels × 3 sizes, on an H100 and an H200, by the paper's "
+            "protocol, 2026-11-22 — and reports these geometric-mean errors. The data are "
+            "not in this repository, so the figures are quoted, not regenerated:", "",
+            table(["model", "H100", "H200"],
+                  [[name, published(h100), published(h200)]
+                   for name, (h100, h200) in HELD_OUT.items()]), "",
+            f"On the project's own nine validation kernels the extended model's error is "
+            f"{ext_range} on the four stores (this page; the issue quotes 10–12%). "
+            f"{gap}; that gap is the measure of how far the validation figures "
+            "generalize: **the validation set "
+            "is narrow, and its figures are not the error to expect on arbitrary "
+            "kernels.** On the held-out set the extended model is still better than the "
+            "paper's model and than a roofline, on both GPUs.", "",
+            "### What the nine validation kernels are, and what they leave out", ""]
+    try:
+        from kernelcast.suites.validation import VALIDATION
+
+        rows = []
+        for kclass in VALIDATION.classes:
+            rows.append([kclass.name, kclass.section, ", ".join(kclass.dtypes),
+                         ", ".join("×".join(str(x) for x in g) if g[1] != 1 else str(g[0])
+                                   for g in kclass.group_sizes)])
+        out += [table(["kernel", "what it computes", "precision", "work-group"], rows,
+                      ["l", "l", "l", "l"]), ""]
+    except Exception as err:  # noqa: BLE001
+        out += [f"*The list of validation kernels could not be read: {err}.*", ""]
+    out += ["All nine are dense, affine-indexed array kernels written in Loopy in the "
+            "same style as the fitting suites (the same group sizes, the same code "
+            "generator, mostly float32), each at four to six sizes. They do **not** "
+            "cover:", "",
+            "- irregular or indirect access: gathers, scatters, sparse matrices, indices "
+            "read from memory;",
+            "- atomics;",
+            "- reductions across work-groups, or tree reductions in local memory "
+            "(`column_sums` and the matrix–vector products reduce serially inside one "
+            "work-item);",
+            "- integer-heavy code (hashing, sorting, index arithmetic as the main work);",
+            "- data-dependent branches beyond a few bounds checks;",
+            "- kernels limited by registers or local memory (occupancy), mixed precision, "
+            "or sequences of launches;",
+            "- any code not generated by Loopy, where the compiler may make other "
+            "decisions from what the counts see (next section).", ""]
+    out += ["### N-body stays at its measured error", ""]
+    rows = []
+    for key in STORES:
+        entry = results.get(key, {}).get("models", {})
+        row = [store_label(*key)]
+        for name in names:
+            tab = entry.get(name, {}).get("test")
+            if tab is None:
+                row.append("–")
+                continue
+            nb = tab[tab.kernel_class == "nbody"]
+            if not len(nb):
+                row.append("–")
+                continue
+            from kernelcast.metrics import geometric_mean
+
+            sign = (nb.predicted_s - nb.measured_s).mean()
+            row.append(f"{pct(geometric_mean(nb.rel_error))} "
+                       f"({'over' if sign > 0 else 'under'})")
+        rows.append(row)
+    out += ["Issue 6 asked for no test kernel above 15%. N-body does not meet it, and "
+            "the decision (issue 6, closed as blocked) is to leave it at its measured "
+            "error, documented. Its geometric-mean error per store (over- or "
+            "under-predicted on average; Table 1 above has every case):", "",
+            table(["store", *(MODEL_LABEL[n] for n in names)], rows), "",
+            "The reasons found are decisions of the compiler that counts taken from the "
+            "Loopy kernel cannot see:", "",
+            "- *Predication against branching.* Whether the compiler keeps a branch per "
+            "guarded iteration (`BSSY`/`BSYNC` regions in the SASS) or predicates the body "
+            "depends on how many instructions the body has. N-body's iterations keep "
+            "their branches; the shorter `guarded` bodies with a local load are "
+            "predicated and cost a fraction of a branched one.",
+            "- *cupy's `-ftz=true`.* The CUDA backend compiles with flush-to-zero, so an "
+            "f32 rsqrt is one `MUFU.RSQ` where OpenCL's denormal-preserving one takes "
+            "several instructions; that is enough to make the same body predicated on one "
+            "backend and branched on the other.",
+            "- *Index arithmetic on serialized paths.* A masked (non-affine) index costs "
+            "integer instructions on every serialized step; N-body's affine index costs "
+            "none.", ""]
+    sass_dir = DATA / "h100" / "sass"
+    kernels = ("nbody", "guarded_special", "guarded_local", "guarded_global")
+    if sass_dir.exists():
+        about = (sass_dir / "ABOUT.txt").read_text().strip().replace("\n", " ") \
+            if (sass_dir / "ABOUT.txt").exists() else ""
+        rows = []
+        for backend in BACKENDS:
+            path = sass_dir / f"sass-{backend}.txt"
+            if not path.exists():
+                continue
+            summary = sass_summary(path, kernels)
+            for kernel in kernels:
+                if kernel in summary:
+                    c = summary[kernel]
+                    rows.append([kernel, BACKEND_LABEL[backend], c["instructions"],
+                                 c["BSSY"], c["MUFU"],
+                                 f"{c['LDS']} ({c['LDS predicated']} predicated)"])
+        out += [f"The machine code in `{rel(sass_dir)}` (its ABOUT.txt: \"{about.rstrip('.')}\"), "
+                "counted by this script; `BSSY` opens a branch region, `MUFU` is the "
+                "special-function unit (one per rsqrt), `LDS` a local load:",
+                "", table(["kernel", "backend", "instructions", "BSSY (branch regions)",
+                           "MUFU", "LDS"], rows), ""]
+    else:
+        out += [missing(sass_dir), ""]
+    probe = DATA / "h100" / "index-probe.txt"
+    if probe.exists():
+        timing, code, tail = {}, {}, []
+        for line in probe.read_text().splitlines():
+            m = re.match(r"^(\w+): m = (\d+) ([\d.]+) µs, m = (\d+) ([\d.]+) µs, "
+                         r"([\d.]+) ns per term", line)
+            s = re.match(r"^(\w+): BSSY (\d+), LDS (\d+) \((\d+) predicated\).*"
+                         r"MUFU (\d+), instructions (\d+)", line)
+            if m:
+                timing[m.group(1)] = float(m.group(6))
+            elif s:
+                code[s.group(1)] = (int(s.group(2)), int(s.group(3)), int(s.group(4)))
+            elif line.strip():
+                tail.append(line.strip())
+        meaning = {"mask": "one rsqrt term per step, masked index",
+                   "affine": "one rsqrt term per step, affine index",
+                   "affine_broadcast": "as affine, every work-item reading the same value",
+                   "mask_3d": "N-body's pair term, masked index",
+                   "affine_3d": "N-body's pair term, affine index (as N-body)"}
+        rows = [[name, meaning.get(name, ""), f"{timing[name]:.1f} ns",
+                 *(code[name][:1] if name in code else ("–",)),
+                 f"{code[name][1]} ({code[name][2]} predicated)" if name in code else "–"]
+                for name in timing]
+        out += [f"`benchmarks/device_index_probe.py` (`{rel(probe)}`: "
+                f"{', '.join(tail)}): hand-written OpenCL kernels of N-body's structure, "
+                "time per serialized step:", "",
+                table(["probe", "what", "per step", "BSSY", "LDS"], rows,
+                      ["l", "l", "r", "r", "r"]), ""]
+        if all(k in timing for k in ("mask", "affine", "mask_3d", "affine_3d")):
+            out.append(
+                f"One rsqrt term costs {timing['mask']:.1f} ns a step where its body is "
+                f"branched (masked index) and {timing['affine']:.1f} ns where it is "
+                f"predicated (affine index, no `BSSY`): "
+                f"{timing['mask'] / timing['affine']:.1f}× for the same arithmetic. "
+                f"N-body's pair term, branched either way, costs {timing['mask_3d']:.1f} ns "
+                f"through the masked index and {timing['affine_3d']:.1f} ns through the "
+                "affine one. ")
+        else:
+            out.append("")
+        out[-1] += (
+                "Every count added to the model to follow these moved the weights N-body "
+                "depends on by more than it corrected (docs/history.md, sections 6, 9, 10 "
+                "and 14). Counting from the compiler's output (PTX or SASS) is left for later, "
+                "to be judged on a broad population of kernels.")
+    else:
+        out.append(missing(probe))
+    return out
+
+
+def read_overlap_csvs() -> tuple[list[dict], list[str]]:
+    columns = ["store", "device", "backend", "q", "cases", "cv_geomean", "seconds"]
+    rows, files = [], sorted((DATA / "cv").glob("overlap-exponent*.csv"))
+    for path in files:
+        with path.open(newline="") as handle:
+            for record in csv.reader(handle):
+                if not record or record[0] == "store":
+                    continue
+                if len(record) != len(columns):
+                    continue
+                row = dict(zip(columns, record, strict=True))
+                try:
+                    row["q"] = float(row["q"])
+                    row["cv_geomean"] = float(row["cv_geomean"])
+                    row["seconds"] = float(row["seconds"])
+                    row["cases"] = int(row["cases"])
+                except ValueError:
+                    continue
+                row["file"] = rel(path)
+                rows.append(row)
+    return rows, [rel(p) for p in files]
+
+
+def section_overlap(results, stores) -> list[str]:
+    from kernelcast.models.extended import OVERLAP_Q
+
+    out = ["## The overlap exponent q", "",
+           "The extended model overlaps its per-work-item terms L and its totals T as "
+           "(T^q + L^q)^(1/q) (q = 1 adds them). q is chosen by leave-one-class-out "
+           "cross-validation on the fitting suites alone (measurement + extension), on "
+           "every store: the q with the lowest mean over the stores. Written by "
+           "`benchmarks/overlap_exponent.py`.", ""]
+    rows, files = read_overlap_csvs()
+    if not files:
+        return out + ["*Not generated: no `data/cv/overlap-exponent*.csv`.*"]
+    if not rows:
+        return out + [f"*Not generated: {', '.join(f'`{f}`' for f in files)} hold no "
+                      "complete rows yet (the benchmark may still be running).*"]
+    keys = [f"data/{gpu}/{backend}.sqlite" for gpu, backend in STORES]
+    keys += sorted({r["store"] for r in rows} - set(keys))
+    qs = sorted({r["q"] for r in rows})
+    cell = {(r["store"], r["q"]): r for r in rows}
+    table_rows, means = [], {}
+    for q in qs:
+        values = [cell[k, q]["cv_geomean"] for k in keys if (k, q) in cell]
+        complete = len(values) == len(keys)
+        if complete:
+            means[q] = sum(values) / len(values)
+        table_rows.append([f"{q:g}", *(pct(cell[k, q]["cv_geomean"]) if (k, q) in cell
+                                        else "–" for k in keys),
+                           pct(means[q]) if complete else "incomplete"])
+    best = min(means, key=means.get) if means else None
+    for row in table_rows:
+        if best is not None and row[0] == f"{best:g}":
+            row[-1] = f"**{row[-1]}**"
+    labels = []
+    for key in keys:
+        m = re.match(r"data/(\w+)/(\w+)\.sqlite", key)
+        labels.append(store_label(*m.groups()) if m and m.group(1) in GPU_LABEL
+                      and m.group(2) in BACKEND_LABEL else key)
+    out += [table(["q", *labels, "mean"], table_rows), ""]
+    missing_pairs = sum(1 for k in keys for q in qs if (k, q) not in cell)
+    total_s = sum(r["seconds"] for r in rows)
+    text = [f"The default, `kernelcast.models.extended.OVERLAP_Q`, is q = {OVERLAP_Q:g}."]
+    if best is not None:
+        if best == OVERLAP_Q:
+            text.append(f"It is the q with the lowest mean CV ({pct(means[best])}).")
+        else:
+            text.append(f"The lowest mean CV here is at q = {best:g} ({pct(means[best])}), "
+                        f"not at the default (mean at q = {OVERLAP_Q:g}: "
+                        f"{pct(means.get(OVERLAP_Q))}).")
+        close = sorted(q for q, v in means.items() if v - means[best] < 0.005)
+        if len(close) > 1:
+            text.append("Within half a point of the best: q = "
+                        + ", ".join(f"{q:g}" for q in close) + ".")
+    if missing_pairs:
+        text.append(f"The table is incomplete: {missing_pairs} of its {len(keys) * len(qs)} "
+                    "store and q pairs have no row yet (the benchmark may still be "
+                    "running); a mean is shown only for a q that every store has, and no "
+                    "q is chosen from it.")
+    ours = {}
+    for gpu, backend in STORES:
+        cv = results.get((gpu, backend), {}).get("models", {}).get("extended", {}).get("cv")
+        if cv is not None:
+            ours[store_label(gpu, backend)] = overall(cv)
+    if ours and (float(OVERLAP_Q) not in means):
+        text.append("At the default q this page computes the CV itself (section "
+                    "Cross-validation, same function and suites): "
+                    + ", ".join(f"{k} {pct(v)}" for k, v in ours.items())
+                    + (f"; mean {pct(sum(ours.values()) / len(ours))}"
+                       if len(ours) == len(STORES) else "") + ".")
+    for gpu, backend in STORES:
+        cv = results.get((gpu, backend), {}).get("models", {}).get("extended", {}).get("cv")
+        row = cell.get((f"data/{gpu}/{backend}.sqlite", float(OVERLAP_Q)))
+        if cv is not None and row is not None:
+            ours = overall(cv)
+            if abs(ours - row["cv_geomean"]) > 0.0005:
+                text.append(f"{store_label(gpu, backend)}: this page's CV at q = "
+                            f"{OVERLAP_Q:g} is {pct(ours)}, the CSV's "
+                            f"{pct(row['cv_geomean'])}.")
+    out += [" ".join(text), "",
+            f"Data: {', '.join(f'`{f}` ({file_commit(ROOT / f)})' for f in files)}; "
+            f"{len(rows)} rows, {total_s / 60:.0f} min of cross-validation in all "
+            "(on the machine that ran the benchmark). The stores' measurement and "
+            "extension suites were measured "
+            + dates_line(stores, ("measurement", "extension")) + "."]
+    return out
+
+
+CAMPAIGN_LINE = re.compile(r"^(?P<label>[^:]*?:\s*)?(?P<backend>opencl|cuda) "
+                           r"(?P<suite>measurement|test|validation|extension)"
+                           r"(?: (?P<part>[\w-]+))? p=(?P<p>[\w.]+): (?P<ms>\d+) ms wall")
+DONE_LINE = re.compile(r"^done: (\d+) measured")
+
+
+def read_campaigns(gpu) -> list[dict]:
+    steps = []
+    for path in sorted((DATA / gpu).glob("campaign*.txt")):
+        measured = None
+        for line in path.read_text().splitlines():
+            done = DONE_LINE.match(line)
+            if done:
+                measured = int(done.group(1))
+                continue
+            m = CAMPAIGN_LINE.match(line.strip())
+            if m:
+                label = (m.group("label") or "").lower()
+                steps.append({"file": rel(path), "backend": m.group("backend"),
+                              "suite": m.group("suite"), "p": m.group("p"),
+                              "seconds": int(m.group("ms")) / 1000, "measured": measured,
+                              "kept": "warm-up" not in label})
+                measured = None
+    return steps
+
+
+def runs_from_timestamps(frame, suite, gap_s=60.0) -> list[dict]:
+    import pandas as pd
+
+    rows = frame[frame.suite == suite].sort_values("id")
+    if not len(rows):
+        return []
+    stamps = pd.to_datetime(rows.recorded_at)
+    run_id = (stamps.diff().dt.total_seconds().fillna(gap_s + 1) > gap_s).cumsum()
+    runs = []
+    for _, idx in stamps.groupby(run_id).groups.items():
+        span = stamps.loc[idx]
+        runs.append({"rows": len(idx), "seconds": (span.max() - span.min()).total_seconds(),
+                     "day": str(span.min())[:10]})
+    return runs
+
+
+def section_calibration(stores) -> list[str]:
+    out = ["## Calibration cost", "",
+           "Device time spent measuring, per store and suite, two ways: from the stores' "
+           "timestamps (rows recorded less than a minute apart form one run; the span of "
+           "a run leaves out the code generation, compilation and checking before its "
+           "first row, so it is a lower bound), and from the wall times the campaigns "
+           "logged (`data/<gpu>/campaign*.txt`: code generation, compilation, the "
+           "correctness check and the 30 timed launches of every case, and the skipping "
+           "of cases already in the store). The stores were filled in several sessions, "
+           "so the logged steps include start-up each time; a single calibration run does "
+           "less.", ""]
+    if not stores:
+        return out + ["*Not generated: no store present.*"]
+    logged = {gpu: read_campaigns(gpu) for gpu in GPUS}
+    rows = []
+    for gpu, backend in STORES:
+        info = stores.get((gpu, backend))
+        if info is None:
+            continue
+        frame = info["frame"]
+        for suite in ("measurement", "extension", "test", "validation"):
+            runs = runs_from_timestamps(frame, suite)
+            steps = [s for s in logged[gpu] if s["backend"] == backend
+                     and s["suite"] == suite and s["kept"]]
+            if not runs and not steps:
+                continue
+            rows.append([store_label(gpu, backend), suite,
+                         sum(r["rows"] for r in runs),
+                         f"{sum(r['seconds'] for r in runs):.0f} s in {len(runs)} run"
+                         + ("s" if len(runs) != 1 else ""),
+                         (f"{sum(s['seconds'] for s in steps):.0f} s in {len(steps)} step"
+                          + ("s" if len(steps) != 1 else "")) if steps else "not logged",
+                         day_range(frame[frame.suite == suite].recorded_at)])
+    out += [table(["store", "suite", "rows", "store timestamps", "logged wall time",
+                   "measured"], rows, ["l", "l", "r", "r", "r", "l"]), ""]
+    for gpu in GPUS:
+        files = sorted({Path(s["file"]).name for s in logged[gpu]})
+        out += [f"Logs of the {GPU_LABEL[gpu]}: " + (", ".join(f"`{f}`" for f in files)
+                                                     if files else "none") + ".", ""]
+    first, totals = [], []
+    for gpu, backend in STORES:
+        info = stores.get((gpu, backend))
+        if info is None:
+            continue
+        steps = [s for s in logged[gpu] if s["backend"] == backend
+                 and s["suite"] == "measurement" and s["p"] == "4.2"]
+        runs = runs_from_timestamps(info["frame"], "measurement")
+        if steps:
+            base = steps[0]["seconds"]
+            first.append(f"{store_label(gpu, backend)} {base:.0f} s "
+                         f"(logged, {steps[0]['measured']} cases)")
+        elif runs:
+            base = runs[0]["seconds"]
+            first.append(f"{store_label(gpu, backend)} {base:.0f} s "
+                         f"(timestamps, {runs[0]['rows']} cases)")
+        else:
+            continue
+        ext = [s["seconds"] for s in logged[gpu] if s["backend"] == backend
+               and s["suite"] == "extension" and s["kept"]]
+        extra = sum(ext) if ext else sum(
+            r["seconds"] for r in runs_from_timestamps(info["frame"], "extension"))
+        totals.append(base + extra)
+    warm = [s for gpu in GPUS for s in logged[gpu] if not s["kept"]]
+    if first:
+        out.append("Calibrating the paper's model is one run of the measurement suite at "
+                   "the §4.2 p: " + "; ".join(first) + ". The extended model adds the "
+                   "extension suite (the table's extension rows; measured in pieces over "
+                   "several sessions, each logged step with its own start-up)"
+                   + (f": the measurement run and every logged extension step together "
+                      f"took {min(totals):.0f}–{max(totals):.0f} s per store, an upper "
+                      "bound for one calibration of the extended model (target: ≤ 5 min "
+                      "per GPU and backend)" if totals else "")
+                   + ". The test suite at the largest p takes longer than "
+                   "the measurement suite because of its skinny matrix products.")
+    if warm:
+        out.append("")
+        out.append("Not counted above: " + "; ".join(
+            f"{store_label(Path(s['file']).parent.name, s['backend'])} {s['suite']} "
+            f"warm-up pass into a throwaway store, {s['seconds']:.0f} s "
+            f"(`{s['file']}`)" for s in warm) + ".")
+    return out
+
+
+def section_speed() -> list[str]:
+    path = DATA / "speed.json"
+    out = ["## Prediction and fit speed", ""]
+    if not path.exists():
+        return out + [missing(path) + " Run `.venv/bin/python benchmarks/model_speed.py` "
+                      "to write it."]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        info = doc["machine"]
+        out += [f"`benchmarks/model_speed.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+                f"commit {doc['commit']}, on {info['machine']} ({info['cores']} cores, "
+                f"Python {info['python']}, {info['platform']}, "
+                f"{info.get('blas_threads') or 'default'} BLAS thread(s); load average "
+                f"{info['load_average_at_start'][0]:.1f} at the start — a shared machine, "
+                "so times vary between runs). Data: "
+                f"`{rel(path)}` ({file_commit(path)}); models fitted to "
+                f"`{doc['store']}`.", "",
+                "Wall time of `kernelcast.predict` with the kernel's properties extracted "
+                "beforehand, per call, at new sizes each call: median over "
+                f"{next(iter(next(iter(doc['predict'].values())).values()))['runs']} runs "
+                "(fastest – slowest run in brackets). Target (issue 2): ≤ 50 µs.", ""]
+        models = list(doc["predict"])
+        kernels = list(next(iter(doc["predict"].values())))
+        rows = [[kernel, *(f"{micro(doc['predict'][m][kernel]['median_s'])} "
+                           f"({doc['predict'][m][kernel]['min_s'] * 1e6:.0f}–"
+                           f"{doc['predict'][m][kernel]['max_s'] * 1e6:.0f})"
+                           for m in models)] for kernel in kernels]
+        out += [table(["kernel", *(MODEL_LABEL.get(m, m) for m in models)], rows), ""]
+        over = []
+        for m in models:
+            slow = [k for k in kernels if doc["predict"][m][k]["median_s"] > 50e-6]
+            if slow:
+                over.append(f"{MODEL_LABEL.get(m, m)} ({', '.join(slow)})")
+        out += [("Over the 50 µs target (median): " + "; ".join(over) + "."
+                 if over else "Every model meets the 50 µs target (median)."), ""]
+        rows = [[MODEL_LABEL.get(m, m), f["cases"], " + ".join(f["suites"]),
+                 f"{f['first_s']:.2f} s", f"{f['again_median_s']:.2f} s "
+                 f"({f['again_min_s']:.2f}–{f['again_max_s']:.2f})"]
+                for m, f in doc["fit"].items()]
+        out += ["Fit to the store: first with the property extraction of the kernels not "
+                "yet seen in the process (models in this order, sharing one cache), then "
+                "the median of further fits with everything extracted.", "",
+                table(["model", "cases", "suites", "first fit", "fit again"], rows,
+                      ["l", "r", "l", "r", "r"]), ""]
+        cal = doc.get("calibration")
+        if cal and cal.get("returncode"):
+            out.append(f"`kernelcast calibrate` in a fresh folder on this machine's best "
+                       f"OpenCL device ({cal.get('what') or 'no description'}), "
+                       f"{cal['date'][:10]}, commit {cal['commit']}: **failed** after "
+                       f"{cal['seconds']:.0f} s (exit status {cal['returncode']}: "
+                       + " / ".join(f"`{e}`" for e in (cal.get("error") or []))
+                       + "); no calibration time was measured.")
+        elif cal:
+            out.append(f"`kernelcast calibrate` in a fresh folder on this machine's best "
+                       f"OpenCL device ({cal.get('what') or 'no description'}): "
+                       f"{cal['seconds']:.0f} s wall time, {cal.get('rows')} rows, "
+                       f"{cal['date'][:10]}, commit {cal['commit']}.")
+        else:
+            out.append("`kernelcast calibrate` on PoCL: not measured (run the benchmark "
+                       "without `--no-calibrate`).")
+    except (KeyError, TypeError, ValueError, StopIteration) as err:
+        out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
+    return out
+
+
+def section_properties_speed() -> list[str]:
+    return ["## Property extraction and evaluation speed (historical)", "",
+            "`benchmarks/properties_speed.py` prints, per kernel, the first "
+            "`extract_properties` in a fresh process (Loopy's disk cache disabled), the "
+            "median of further extractions, and the mean cost of `Properties.evaluate`; it "
+            "writes no data file, so this page does not regenerate it. Its last published "
+            "figures, of 2026-11-22 (development machine: x86-64, 2 cores, Python 3.11.7), "
+            "as history — run `.venv/bin/python benchmarks/properties_speed.py` for "
+            "today's. Targets (issue 2): extraction ≤ 2 s, evaluation ≤ 50 µs.", "",
+            table(["kernel", "properties", "first extract", "then median", "evaluate"],
+                  [list(r) for r in PROPERTIES_SPEED])]
+
+
+HW_ROWS = (  # parameter, label, formatter
+    ("mem_ld", "Mem_LD (cycles)", lambda v: f"{v:g}"),
+    ("mem_bandwidth", "Mem_Bandwidth", lambda v: f"{v / 1e12:.2f} TB/s"),
+    ("departure_del_coal", "Departure_del_coal (cycles)", lambda v: f"{v:g}"),
+    ("departure_del_uncoal", "Departure_del_uncoal (cycles)", lambda v: f"{v:g}"),
+    ("issue_cycles", "Issue_cycles", lambda v: f"{v:g}"),
+    ("active_sms", "Active SMs", lambda v: f"{v}"),
+    ("freq_hz", "Freq", lambda v: f"{v / 1e9:.2f} GHz"),
+    ("warp_size", "warp size", lambda v: f"{v}"),
+    ("max_active_warps_per_sm", "warps per SM", lambda v: f"{v}"),
+    ("max_active_blocks_per_sm", "blocks per SM", lambda v: f"{v}"),
+    ("shared_mem_per_sm", "shared memory per SM", lambda v: f"{v // 1024} KiB"),
+    ("registers_per_sm", "registers per SM", lambda v: f"{v}"),
+    ("sector_bytes", "sector", lambda v: f"{v} B"),
+)
+
+
+def section_hardware() -> list[str]:
+    out = ["## Hong–Kim hardware parameters", "",
+           "The Hong–Kim model's inputs for the H100 and H200, as packaged "
+           "(`src/kernelcast/hardware/<gpu>.json`, written by "
+           "`benchmarks/hong_kim_hardware.py` from kernelcast's own measurements and the "
+           "device's reported limits); the source column is the files' own `sources` "
+           "entry (`<gpu>` where the two files name their own GPU's data).", ""]
+    try:
+        from kernelcast.models.hong_kim.hardware import HARDWARE_DIR
+    except ImportError as err:
+        return out + [f"*Not generated: {err}.*"]
+    docs = {}
+    for gpu in GPUS:
+        path = HARDWARE_DIR / f"{gpu}.json"
+        if path.exists():
+            docs[gpu] = json.loads(path.read_text())
+    if not docs:
+        return out + [f"*Not generated: no {HARDWARE_DIR}/h100.json or h200.json.*"]
+    rows = []
+    for key, label, fmt in HW_ROWS:
+        values = [fmt(docs[g][key]) if g in docs and docs[g].get(key) is not None else "–"
+                  for g in GPUS]
+        sources = []
+        for gpu in GPUS:
+            source = (docs.get(gpu, {}).get("sources") or {}).get(key)
+            if source:
+                generic = source.replace(f"data/{gpu}/", "data/<gpu>/")
+                if generic not in [s for _, s in sources]:
+                    sources.append((gpu, generic))
+        source = ("; ".join(f"{GPU_LABEL[g]}: {s}" for g, s in sources) if len(sources) > 1
+                  else (sources[0][1] if sources else "–"))
+        rows.append([label, *values, source])
+    out += [table(["parameter", *(GPU_LABEL[g] for g in GPUS), "source"], rows,
+                  ["l", "r", "r", "l"]), ""]
+    guessed = {g: d.get("guessed") for g, d in docs.items() if d.get("guessed")}
+    out.append("Guessed (neither measured nor reported): " + (
+        "; ".join(f"{GPU_LABEL[g]}: {', '.join(v)}" for g, v in guessed.items())
+        if guessed else "none") + ".")
+    regs = []
+    for gpu in GPUS:
+        path = DATA / gpu / "registers.json"
+        if path.exists():
+            regs.append(f"`{rel(path)}` ({len(json.loads(path.read_text()))} kernels, "
+                        f"{file_commit(path)})")
+    out += ["", "Registers per thread of the suite kernels, as the CUDA compiler reports "
+            "them, enter the occupancy: " + (", ".join(regs) if regs else
+                                             "no registers file present") + ". Device "
+            "properties: " + ", ".join(f"`data/{g}/cuda-device.json` ({file_commit(DATA / g / 'cuda-device.json')})"
+                                       for g in GPUS if (DATA / g / "cuda-device.json").exists())
+            + "."]
+    return out
+
+
+def section_backends(stores) -> list[str]:
+    import numpy as np
+
+    out = ["## OpenCL and CUDA compared", "",
+           "The same cases timed through both backends on one GPU (paired by case name), "
+           "CUDA time / OpenCL time; geometric mean, and the range, over the cases whose "
+           "OpenCL time exceeds 50 µs (clear of launch overhead), with all paired cases "
+           "in the last column. `benchmarks/backend_comparison.py` prints it per kernel "
+           "variant.", ""]
+
+    def geo(values):
+        values = np.asarray(values, float)
+        return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+
+    pairs = {}
+    for gpu in GPUS:
+        cl, cu = stores.get((gpu, "opencl")), stores.get((gpu, "cuda"))
+        if cl is None or cu is None:
+            continue
+        merged = cl["frame"].merge(cu["frame"], on="case_name", suffixes=("_cl", "_cu"))
+        merged = merged[merged.min_s_cl.notna() & merged.min_s_cu.notna()].copy()
+        merged["ratio"] = merged.min_s_cu / merged.min_s_cl
+        pairs[gpu] = merged
+    if not pairs:
+        return out + ["*Not generated: no GPU has both an OpenCL and a CUDA store.*"]
+    rows = []
+    for gpu, merged in pairs.items():
+        for suite in ("measurement", "extension", "test", "validation"):
+            group = merged[merged.suite_cl == suite]
+            if not len(group):
+                continue
+            long = group[group.min_s_cl > 50e-6]
+            rows.append([GPU_LABEL[gpu], suite, len(long),
+                         f"{geo(long.ratio):.3f}" if len(long) else "–",
+                         f"{long.ratio.min():.3f} – {long.ratio.max():.3f}" if len(long)
+                         else "–", len(group), f"{geo(group.ratio):.3f}"])
+    out += [table(["GPU", "suite", "cases > 50 µs", "CUDA / OpenCL", "range",
+                   "all paired", "CUDA / OpenCL, all"], rows,
+                  ["l", "l", "r", "r", "r", "r", "r"]), ""]
+    for merged in pairs.values():
+        merged["kernel"] = (merged.kernel_class_cl + merged.variant_cl.fillna("").map(
+            lambda v: f"[{v}]" if v else "") + " " + merged.dtype_cl.fillna("–"))
+    long = {gpu: m[m.min_s_cl > 50e-6] for gpu, m in pairs.items()}
+    kernels = sorted({k for m in long.values() for k in m.kernel.unique()})
+    differ, alike = [], []
+    for kernel in kernels:
+        ratios = {gpu: long[gpu][long[gpu].kernel == kernel].ratio for gpu in long}
+        means = [geo(r) for r in ratios.values() if len(r)]
+        if any(abs(math.log(m)) > math.log(1.05) for m in means):
+            row = [kernel]
+            for gpu in GPUS:
+                r = ratios.get(gpu)
+                row += ([len(r), f"{geo(r):.3f}", f"{r.min():.3f} – {r.max():.3f}"]
+                        if r is not None and len(r) else ["–", "–", "–"])
+            differ.append(row)
+        else:
+            alike.append(kernel)
+    heads = ["kernel"]
+    for gpu in GPUS:
+        heads += [f"{GPU_LABEL[gpu]} cases", f"{GPU_LABEL[gpu]} CUDA / OpenCL",
+                  f"{GPU_LABEL[gpu]} range"]
+    out += [f"Kernels (class, variant, precision) whose CUDA / OpenCL geometric mean "
+            f"over cases above 50 µs differs from 1 by more than 5% on either GPU "
+            f"({len(differ)} of {len(kernels)}; the other {len(alike)} agree within 5%):",
+            "", table(heads, differ, ["l"] + ["r"] * (len(heads) - 1)), ""]
+    notes = []
+    for gpu, merged in pairs.items():
+        empty = merged[merged.kernel_class_cl == "empty"]
+        if len(empty):
+            notes.append(f"- {GPU_LABEL[gpu]}: the shortest empty-kernel launch reads "
+                         f"{empty.min_s_cl.min() * 1e6:.1f} µs through OpenCL events and "
+                         f"{empty.min_s_cu.min() * 1e6:.1f} µs through CUDA events.")
+    for gpu, backend in STORES:
+        if (gpu, backend) not in stores:
+            continue
+        frame = stores[gpu, backend]["frame"]
+        unstable = frame[frame.status == "unstable"]
+        if len(unstable):
+            notes.append(f"- {store_label(gpu, backend)}: {len(unstable)} of {len(frame)} "
+                         "rows unstable, all shorter than "
+                         f"{unstable.min_s.max() * 1e6:.1f} µs.")
+    out += ["Launch overhead and timing noise (a row is *unstable* when its median time "
+            "exceeds its minimum by more than 10% after two re-measurements):", "",
+            *notes, "",
+            "Where the backends differ, the compilers differ (docs/measurement.md): NVRTC's "
+            "default float32 division is IEEE-exact where NVIDIA's OpenCL uses a faster "
+            "approximate one, cupy compiles with flush-to-zero, and the tiled products "
+            "compile differently. Data: the four stores, measured "
+            + dates_line(stores, ("measurement", "extension", "test", "validation"))
+            + "."]
+    return out
+
+
+# ---------------------------------------------------------------- the page
+
+def header(elapsed: float, jobs: int, do_cv: bool) -> list[str]:
+    import numpy
+    import pandas
+    import scipy
+
+    from kernelcast.version import __version__
+
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0]
+    return ["# Results", "",
+            "*Generated by `scripts/results.py` from `data/`; do not edit by hand. "
+            "Regenerate with `.venv/bin/python scripts/results.py` (no GPU needed).*", "",
+            f"Generated {now} at commit {code_commit()} (kernelcast {__version__}; numpy "
+            f"{numpy.__version__}, scipy {scipy.__version__}, pandas {pandas.__version__}). "
+            f"Generation took {elapsed / 60:.1f} min ({elapsed:.0f} s) wall time on "
+            f"{platform.machine()} with {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}, "
+            + ("in one process" if jobs <= 1 else f"in {jobs} worker processes")
+            + f", {os.environ.get('OPENBLAS_NUM_THREADS')} BLAS thread per process"
+            + ("" if do_cv else ", cross-validation skipped (`--no-cv`)")
+            + f"; the machine is shared (load average {load:.1f} at the end), so that time "
+            "varies from run to run.", "",
+            "Each section names its data files and when they were measured. What was tried "
+            "and not adopted, and why, is in [docs/history.md](history.md); the models are "
+            "described in their docstrings (`kernelcast.models`).", "",
+            "Contents: [Data](#data) · [Summary](#summary) · "
+            "[Test kernels](#test-kernels-table-1-next-to-the-papers) · "
+            "[Validation](#validation-kernels) · "
+            "[Cross-validation](#cross-validation-by-class) · "
+            "[What the evidence supports](#what-the-evidence-supports-and-what-it-does-not)"
+            " · [Overlap exponent](#the-overlap-exponent-q) · "
+            "[Calibration cost](#calibration-cost) · "
+            "[Speed](#prediction-and-fit-speed) · "
+            "[Property extraction](#property-extraction-and-evaluation-speed-historical) · "
+            "[Hong–Kim hardware](#hongkim-hardware-parameters) · "
+            "[OpenCL and CUDA](#opencl-and-cuda-compared)"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "results.md"))
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes for the stores (default: 1, in-process)")
+    parser.add_argument("--no-cv", action="store_true",
+                        help="skip cross-validation (a quick draft)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    from kernelcast.models import model_names
+
+    names = list(model_names())
+    log(f"reading the stores; models {', '.join(names)}")
+    stores = read_stores()
+    log(f"fitting and evaluating {len(STORES)} stores with {args.jobs} worker(s)"
+        + ("" if not args.no_cv else ", no cross-validation"))
+    results = run_stores(args.jobs, not args.no_cv)
+    log("writing the page")
+    sections = [
+        section_data(stores),
+        section_summary(results, stores, names),
+        section_test(results, stores, names),
+        section_validation(results, stores, names),
+        section_cv(results, stores, names),
+        section_evidence(results, stores, names),
+        section_overlap(results, stores),
+        section_calibration(stores),
+        section_speed(),
+        section_properties_speed(),
+        section_hardware(),
+        section_backends(stores),
+    ]
+    elapsed = time.perf_counter() - STARTED
+    body = header(elapsed, args.jobs, not args.no_cv)
+    for section in sections:
+        body += ["", *section]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
+    log(f"wrote {rel(out)} in {elapsed:.0f} s")
+    print(f"{rel(out)}: generated in {elapsed:.0f} s wall time", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
