@@ -175,3 +175,23 @@ def test_evaluate_cross_validates_the_model_of_the_profile(capsys):
     assert "guarded" in cv and "intensity" in cv
     overall = [line for line in cv.splitlines() if line.lstrip().startswith("overall")][0]
     assert float(overall.split()[2].rstrip("%")) < 100  # the paper's model: 610%
+
+
+def test_evaluate_puts_every_model_side_by_side(capsys):
+    """`evaluate --model all` fits the models the profile does not hold to the same store
+    and prints every model's prediction of each of the same measured cases."""
+    from kernelcast.cli import main
+
+    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-extended.json"
+    assert main(["evaluate", "--profile", profile, "--no-measure", "--model", "all"]) == 0
+    out = capsys.readouterr().out
+    table, summary = out.split("geometric mean of relative error per kernel")
+    header = next(line for line in table.splitlines() if "sizes" in line)
+    for name in ("paper", "extended", "hong-kim"):
+        assert f"{name} error" in header
+    rows = [line for line in table.splitlines() if line.strip().startswith("nbody")]
+    assert len(rows) == 5  # the five N-body cases, each once, with three predictions
+    # kernel, sizes, measured (number and unit), then per model a time (two) and an error
+    assert all(len(row.split()) == 4 + 3 * 3 for row in rows)
+    overall = next(line for line in summary.splitlines() if line.strip().startswith("overall"))
+    assert len(overall.split()) == 2 + 3  # kernel, cases, one error per model

@@ -124,7 +124,7 @@ class _Extraction:
         self.params = tuple(sorted(size_params - set(self.data_params)))
         self.reference = self._reference_point(value_args)
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
-        # for kernelcast's model: local-memory passes beyond one per access (bank
+        # for the extended model: local-memory passes beyond one per access (bank
         # conflicts), operations on loop-carried paths and on the paths through iterations
         # that a branch serializes (kernelcast.properties.recurrence); and, not a total
         # but per work-item, the global loads of the work-item that runs the most
