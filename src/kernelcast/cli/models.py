@@ -18,8 +18,7 @@ def _model(args):
 
     if args.profile:
         model = load_profile(args.profile)
-        if args.model not in (None, "all", model.name) and not getattr(args, "db", None) \
-                and args.command == "predict":
+        if args.command == "predict" and args.model not in (None, model.name):
             raise UsageError(f"the profile holds the {model.name} model, not {args.model}")
         if getattr(args, "hardware", None) and model.name != "hong-kim":
             raise UsageError("--hardware is for --model hong-kim; the fitted models take "
@@ -124,8 +123,7 @@ def report(args) -> int:
             store, model.fit_suites(suite), suite=suite, cache=cache))
     breakdowns = {}
     for kclass, rows in table.groupby("kernel_class"):
-        largest = rows.sort_values("measured_s").iloc[-1]
-        case = next(c for c in cache_cases(largest))
+        case = _case_of(rows.sort_values("measured_s").iloc[-1])
         breakdowns[f"{kclass} {_params_text(case.params)}"] = model.explain(
             cache.properties(case), case.params)
     for path in write_report(args.out, model, table, cv, breakdowns):
@@ -133,13 +131,12 @@ def report(args) -> int:
     return 0
 
 
-def cache_cases(row):
-    """The suite case of a Table 1 row."""
+def _case_of(row):
+    """The suite case of a Table 1 row of the test suite (one variant, one group size)."""
     from kernelcast.suites.paper import get_suite
 
     kclass = get_suite(row.suite).kernel_class(row.kernel_class)
-    case = next(kclass.cases(row.suite, kclass.p_choices[0]))
-    yield case.with_params(row.params)
+    return next(kclass.cases(row.suite, kclass.p_choices[0])).with_params(row.params)
 
 
 def _params_text(params) -> str:
