@@ -184,3 +184,15 @@ def test_the_first_fit_of_a_process_is_the_same_as_the_next():
     out = subprocess.run([sys.executable, "-c", _TWO_FITS_IN_A_NEW_PROCESS, H100],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+@pytest.mark.parametrize("args", [["--model", "hong-kim"],
+                                  ["--model", "hong-kim", "--hardware", "gtx9999"]])
+def test_a_calibration_that_could_not_be_fitted_is_refused_before_measuring(
+        args, tmp_path, capsys, pocl):
+    from kernelcast.cli import main
+
+    db = tmp_path / "cpu.sqlite"
+    assert main(["calibrate", "--device", "portable", "--db", str(db), *args]) == 1
+    assert "hardware" in capsys.readouterr().err
+    assert not db.exists()

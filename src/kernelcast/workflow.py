@@ -77,6 +77,7 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
         suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
     model = model or default_model(suite)
     suites = model_class(model).fit_suites(suite)
+    get_model(model, **(params or {})).check_before_measuring(runner.device.name)
     store_path, default_profile = default_paths(runner.device.name, runner.name, model)
     db = Path(db or store_path)
     profile_path = Path(profile_path or default_profile)

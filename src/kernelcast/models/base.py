@@ -89,6 +89,10 @@ class Model(ABC):
     def fit(self, dataset) -> Model:
         """Fit to *dataset*; return self."""
 
+    def check_before_measuring(self, device: str) -> None:
+        """Raise a KernelcastError now if this model could not be fitted to measurements
+        of *device* (a device name), so that a calibration fails before it measures."""
+
     @property
     def is_fitted(self) -> bool:
         return hasattr(self, "provenance_")

@@ -97,6 +97,9 @@ class ExtendedModel(WeightedModel):
     def fitted_state(self) -> dict:
         return {**super().fitted_state(), "resident_items": self.resident_items_}
 
+    def check_before_measuring(self, device: str) -> None:
+        self._check_q()
+
     def _check_q(self) -> None:
         q = self.q
         if isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) \

@@ -45,6 +45,12 @@ class HongKimModel(Model):
         self.registers = registers
         self.registers_per_thread = registers_per_thread
 
+    def check_before_measuring(self, device: str) -> None:
+        if self.hardware is not None:
+            load_hardware(self.hardware)
+        else:
+            hardware_for_device(device)
+
     def fit(self, dataset=None) -> HongKimModel:
         """Resolve the hardware (and registers); *dataset* may be None when *hardware* is
         given."""
