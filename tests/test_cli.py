@@ -47,6 +47,7 @@ def test_symbolic_only_without_params(capsys):
     ([f"{EXAMPLES}:scale", "--param", "n=10", "m=3"], "unknown m"),
     ([f"{EXAMPLES}:scale", "--param", "n=1.5"], "integers"),
     ([f"{EXAMPLES}:scale", "--param", "n"], "NAME=VALUE"),
+    ([f"{EXAMPLES}:scale", "--param", "n=1", "n=2"], "--param n is given twice"),
     ([f"{EXAMPLES}:nothere"], "no callable named 'nothere'"),
     (["missing.py:scale"], "no such file"),
 ])
@@ -62,3 +63,20 @@ def test_entry_point_runs_as_a_process():
         [sys.executable, "-m", "kernelcast", "properties", f"{EXAMPLES}:scale", "--param",
          "n=100", "--json"], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout)["properties"]["launch"]["value"] == 1.0
+
+
+def test_version(capsys):
+    from kernelcast import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"kernelcast {__version__}"
+
+
+def test_sizes_are_parsed_as_integers():
+    """2^53 + 1 survives (through a float it would become 2^53)."""
+    from kernelcast.cli.args import sizes
+
+    assert sizes(["n=9007199254740993"]) == {"n": 2**53 + 1}
+    assert sizes(["n=1e3"]) == {"n": 1000}

@@ -368,6 +368,19 @@ def test_a_model_of_another_device_is_refused(paper):
         evaluate(paper, db=DATA / "opencl.sqlite", measure=False)
 
 
+@pytest.mark.parametrize("key, value", [("backend", "cuda"), ("driver", "999.0")])
+def test_a_profile_of_another_backend_or_driver_is_refused(key, value):
+    """A CUDA profile evaluated against the OpenCL store of the same GPU (or an edited
+    driver) would print a Table 1 of timings it does not describe."""
+    from kernelcast.profile import load_profile
+    from kernelcast.workflow import evaluate
+
+    model = load_profile(ROOT / "data" / "profiles" / "nvidia-h100-80gb-hbm3-opencl-paper.json")
+    model.provenance_ = {**model.provenance_, key: value}
+    with pytest.raises(KernelcastError, match=f"{key} '{value}' \\(store: "):
+        evaluate(model, db=DATA / "opencl.sqlite", measure=False)
+
+
 def test_leave_one_class_out(h100):
     measurement, _ = h100
     template = PaperModel()

@@ -88,13 +88,17 @@ def test_explain_sums_to_predict(fitted, datasets, name):
     for i in range(0, len(test), 4):
         props, params = test.properties(i), test.params(i)
         parts = model.explain(props, params)
-        total = model.predict(props, params)
-        assert np.isfinite(total)  # the paper's unconstrained weights may give t < 0
+        total = model.seconds(props, params)  # unchecked: the paper's weights may give t < 0
+        assert np.isfinite(total)
         assert sum(parts.values()) == pytest.approx(total, rel=1e-12)
         assert all(np.isfinite(v) for v in parts.values())
     batch = model.predict_dataset(test)
-    single = [model.predict(test.properties(i), test.params(i)) for i in range(len(test))]
+    single = [model.seconds(test.properties(i), test.params(i)) for i in range(len(test))]
     np.testing.assert_allclose(batch, single, rtol=1e-12)
+    for value, i in zip(batch, range(len(test)), strict=True):  # predict checks the value
+        if value > 0:
+            assert model.predict(test.properties(i), test.params(i)) == pytest.approx(
+                value, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
@@ -143,6 +147,29 @@ def test_a_broken_profile_is_refused_with_its_path(fitted, tmp_path):
         path.write_text(json.dumps(bad))
         with pytest.raises(KernelcastError, match="not a finite number"):
             load_profile(path)
+    for change, message in (({"value": 1e300}, "not a plausible time"),
+                            ({"unit": "ms"}, "profiles give seconds")):
+        bad = json.loads(json.dumps(doc))
+        bad["state"]["weights"][name].update(change)
+        path.write_text(json.dumps(bad))
+        with pytest.raises(KernelcastError, match=message):
+            load_profile(path)
+    path.write_text(json.dumps({**doc, "state": {"weights": {}}}))
+    with pytest.raises(KernelcastError, match="no weights"):
+        load_profile(path)
+
+
+def test_a_prediction_that_is_not_a_positive_time_is_refused(fitted, tmp_path):
+    """All-negative weights (a damaged profile) would predict negative times."""
+    path = save_profile(fitted["paper"], tmp_path / "p.json")
+    doc = json.loads(path.read_text())
+    for entry in doc["state"]["weights"].values():
+        entry["value"] = -abs(entry["value"])
+    path.write_text(json.dumps(doc))
+    model = load_profile(path)
+    with pytest.raises(KernelcastError, match="not a positive time"):
+        model.predict(kernels.scale(256), {"n": 4096})
+    assert model.seconds(kernels.scale(256), {"n": 4096}) < 0  # evaluation sees the value
 
 
 def test_format_1_profiles_still_load(fitted, tmp_path):

@@ -182,6 +182,16 @@ def test_another_device_or_driver_is_refused_naming_both(tmp_path, field):
     assert isinstance(info.value, UsageError)  # the command line exits with status 2
 
 
+def test_the_same_device_with_other_compute_units_is_refused(tmp_path):
+    """PoCL limited to one thread (POCL_MAX_PTHREAD_COUNT=1) keeps its name and driver."""
+    path = tmp_path / "s.sqlite"
+    Store(path, dict(IDENTITY, compute_units=2)).close()
+    with pytest.raises(StoreMismatchError, match=r"compute units '2' \(this run: '1'\)"):
+        Store(path, dict(IDENTITY, compute_units=1))
+    Store(path, dict(IDENTITY, compute_units=2)).close()  # the same device resumes
+    Store(path).close()  # reading needs no identity
+
+
 def test_device_and_driver_mismatch_names_both_fields(tmp_path):
     path = tmp_path / "s.sqlite"
     Store(path, IDENTITY).close()

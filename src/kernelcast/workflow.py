@@ -135,9 +135,13 @@ def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str 
                           progress=STDERR if progress is None else progress, **options)
     cache = cache or PropertyCache()
     with Store(db) as store:
-        if prov.get("backend") and store.identity["device"] != prov["device"]:
-            raise KernelcastError(f"the profile is for {prov['device']}, the store {db} "
-                                  f"holds measurements of {store.identity['device']}")
+        if prov.get("backend"):
+            differ = [f"{key} {prov[key]!r} (store: {store.identity[key]!r})"
+                      for key in ("device", "driver", "backend")
+                      if store.identity[key] != prov[key]]
+            if differ:
+                raise KernelcastError(f"the profile does not describe the store {db}: "
+                                      f"{', '.join(differ)}")
         dataset = load_dataset(store, suite, cache=cache)
     names = list(model_names()) if "all" in others else [n for n in others
                                                          if n != model.name]

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     names, described = _model_choices()
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict GPU kernel run times from Loopy kernels.")
+    from kernelcast.version import __version__
+
+    parser.add_argument("--version", action="version", version=f"kernelcast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("properties", help="symbolic and evaluated properties of a kernel")

@@ -15,6 +15,8 @@ def pairs(items, convert, what) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"expected NAME=VALUE for {what}, got {item!r}")
+        if name.strip() in result:
+            raise UsageError(f"{what} {name.strip()} is given twice")
         try:
             result[name.strip()] = convert(value)
         except ValueError:

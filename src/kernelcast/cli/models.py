@@ -43,8 +43,8 @@ def predict(args) -> int:
     params = sizes(args.param)
     props = extract_properties(load_factory(args.kernel)(),
                                data_statistics=statistics(args.stat))
+    total = model.predict(props, params)  # refuses a time that is not positive
     parts = model.explain(props, params)
-    total = sum(parts.values())
     details = model.details(props, params)
     device = model.provenance_["device"]
     if args.json:

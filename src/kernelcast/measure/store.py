@@ -151,9 +151,14 @@ class Store:
             return
         theirs = {k: self.meta.get(k) for k in IDENTITY}
         ours = {k: identity[k] for k in IDENTITY}
+        if identity.get("compute_units") and self.meta.get("compute_units"):
+            # the same device name and driver with fewer compute units (PoCL limited to
+            # one thread, a MIG slice) is another device
+            theirs["compute units"] = self.meta["compute_units"]
+            ours["compute units"] = str(int(identity["compute_units"]))
         if theirs != ours:
             diff = ", ".join(f"{k} {theirs[k]!r} (this run: {ours[k]!r})"
-                             for k in IDENTITY if theirs[k] != ours[k])
+                             for k in theirs if theirs[k] != ours[k])
             raise StoreMismatchError(
                 f"{self.path} holds measurements of another device: {diff}; "
                 "use another --db for this device")

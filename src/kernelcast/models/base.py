@@ -107,13 +107,28 @@ class Model(ABC):
         """Seconds by part, largest first; they sum to ``predict``."""
 
     def predict(self, workload, params: dict) -> float:
-        """Predicted seconds of *workload* at *params*."""
+        """Predicted seconds of *workload* at *params*; a prediction that is not a
+        positive, finite time is refused with a KernelcastError."""
+        return self._checked(self.seconds(workload, params), workload, params)
+
+    def seconds(self, workload, params: dict) -> float:
+        """The model's value for *workload* at *params*, unchecked (the paper's
+        unconstrained weights can make it negative); evaluation tables use it."""
         return float(sum(self.explain(workload, params).values()))
 
+    def _checked(self, seconds: float, workload, params) -> float:
+        if not (np.isfinite(seconds) and seconds > 0):
+            name = getattr(workload, "kernel_name", None) or "the kernel"
+            raise KernelcastError(
+                f"the {self.name} model predicts {seconds:.4g} s for {name} at {params}, "
+                "not a positive time: its weights do not describe this kernel (a profile "
+                "with negative or broken weights?); refit it or use another model")
+        return seconds
+
     def predict_dataset(self, dataset) -> np.ndarray:
-        """Predicted seconds of every case of *dataset*."""
+        """The model's values for every case of *dataset*, unchecked (``seconds``)."""
         self.check_fitted()
-        return np.array([self.predict(dataset.properties(i), dataset.params(i))
+        return np.array([self.seconds(dataset.properties(i), dataset.params(i))
                          for i in range(len(dataset))])
 
     def details(self, workload, params: dict) -> dict:
@@ -187,17 +202,15 @@ class WeightedModel(Model):
         parts = self.contributions(self.features(as_properties(workload), params))
         return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
 
-    def predict(self, workload, params: dict) -> float:
+    def seconds(self, workload, params: dict) -> float:
         self.check_fitted()
         return float(sum(self.contributions(
             self.features(as_properties(workload), params)).values()))
 
     def predict_dataset(self, dataset) -> np.ndarray:
-        self.check_fitted()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncountedWarning)
-            return np.array([self.predict(dataset.properties(i), dataset.params(i))
-                             for i in range(len(dataset))])
+            return super().predict_dataset(dataset)
 
     def unseen(self, dataset) -> list[str]:
         """Weighted features that cases of *dataset* have and the model has no weight
@@ -220,7 +233,7 @@ class WeightedModel(Model):
 
     def restore(self, state: dict) -> None:
         weights = state.get("weights")
-        if not isinstance(weights, dict):
+        if not isinstance(weights, dict) or not weights:
             raise KernelcastError("the profile has no weights")
         known = set(self.feature_units())
         result = {}
@@ -232,5 +245,11 @@ class WeightedModel(Model):
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not np.isfinite(value):
                 raise KernelcastError(f"weight of {name!r} is not a finite number")
+            if entry.get("unit", "s") != "s":
+                raise KernelcastError(f"weight of {name!r} is in {entry['unit']!r}; "
+                                      "profiles give seconds ('s')")
+            if abs(value) >= 1.0:  # no unit of any property costs a second
+                raise KernelcastError(f"weight of {name!r} is {value:g} s per unit, not a "
+                                      "plausible time")
             result[name] = float(value)
         self.weights_ = result
