@@ -66,9 +66,9 @@ def predict(args) -> int:
     return 0
 
 
-def _cross_validations(tables, model, args, cache) -> dict:
-    """Cross-validation summaries of every model in *tables* on the suites each is
-    fitted from (the store of *model*)."""
+def _cross_validations(names, model, db, cache) -> dict:
+    """Leave-one-class-out cross-validation of every model named in *names* on the
+    suites each is fitted from, in *db* (default: the store of *model*)."""
     from kernelcast.evaluation.crossval import cross_validate
     from kernelcast.fitting.dataset import load_dataset
     from kernelcast.measure.store import Store
@@ -76,8 +76,8 @@ def _cross_validations(tables, model, args, cache) -> dict:
 
     suite = model.provenance_.get("suite") or "measurement"
     result = {}
-    with Store(args.db or model.provenance_["store"]) as store:
-        for name in tables:
+    with Store(db or model.provenance_["store"]) as store:
+        for name in names:
             template = model.clone() if name == model.name else get_model(name)
             dataset = load_dataset(store, template.fit_suites(suite), suite=suite,
                                    cache=cache)
@@ -101,7 +101,7 @@ def evaluate(args) -> int:
     others = ("all",) if args.model == "all" else (args.model,) if args.model else ()
     tables = run(model, args.db, False if args.no_measure else None, others, args.suite,
                  cache=cache, runs=args.runs, tolerance=args.tolerance)
-    cv = _cross_validations(tables, model, args, cache) if args.cv else None
+    cv = _cross_validations(tables, model, args.db, cache) if args.cv else None
     print_evaluation(model, tables, cv)
     return 0
 
@@ -159,8 +159,7 @@ def demo(args) -> int:
     print(f"\ncalibrated in {time.perf_counter() - start:.0f} s; profile: {path}\n",
           flush=True)
     tables = run(model, others=("all",), cache=cache)
-    args.db = None
-    cv = _cross_validations({model.name: None}, model, args, cache)
+    cv = _cross_validations([model.name], model, None, cache)
     print()
     print_evaluation(model, tables, cv)
     return 0
