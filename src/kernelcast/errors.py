@@ -8,7 +8,7 @@ used silently.
 Public names: KernelcastError, UsageError, NotALoopyKernelError, UnsupportedKernelError,
 DtypeNotFixedError, ParameterError, DataDependentError, MissingDependencyError,
 KernelcastWarning, UncountedWarning, AssumedValueWarning, SolverWarning, HardwareGuessWarning,
-NotFittedError.
+NotFittedError, StoreError, DeviceBusyError, KernelFileError, ProfileError.
 """
 
 from __future__ import annotations
@@ -50,6 +50,23 @@ class MissingDependencyError(KernelcastError, ImportError):
 
 class NotFittedError(KernelcastError):
     """A model was asked to predict before it was fitted or loaded from a profile."""
+
+
+class StoreError(KernelcastError):
+    """A measurement store cannot be opened, read or written (damaged, read-only, a full
+    disk); the message says what was stored and whether resuming works."""
+
+
+class DeviceBusyError(KernelcastError):
+    """Another campaign holds the device's lock; the message names the holder."""
+
+
+class KernelFileError(UsageError):
+    """A kernel file (FILE.py:FACTORY) cannot be loaded or its factory fails."""
+
+
+class ProfileError(UsageError):
+    """A profile or hardware file cannot be read or does not describe what it should."""
 
 
 class KernelcastWarning(UserWarning):
