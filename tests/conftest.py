@@ -7,13 +7,29 @@ to install it; where it is present, OpenCL code is compiled and run for real.
 """
 
 import importlib.util
+import os
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
 
 POCL_PLATFORM = "portable computing language"
 INSTALL = "scripts/setup.sh installs it"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_device_locks():
+    """Device locks of this test session apart from any other on the machine (the lock
+    tests start and kill holders of their own)."""
+    with tempfile.TemporaryDirectory(prefix="kernelcast-test-locks-") as folder:
+        saved = os.environ.get("KERNELCAST_LOCK_DIR")
+        os.environ["KERNELCAST_LOCK_DIR"] = folder
+        yield folder
+        if saved is None:
+            os.environ.pop("KERNELCAST_LOCK_DIR", None)
+        else:
+            os.environ["KERNELCAST_LOCK_DIR"] = saved
 
 
 @pytest.fixture(scope="session")

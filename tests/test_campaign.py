@@ -544,10 +544,15 @@ def test_kernelcast_imports_and_refuses_backends_clearly_without_gpu_libraries()
                               "the CUDA backend needs cupy: pip install 'kernelcast[cuda]'"]
 
 
-def test_make_backend_on_pocl_is_an_opencl_backend(pocl):
-    backend = make_backend("opencl", "portable")
-    assert isinstance(backend, Backend)
-    assert type(backend) is type(pocl) and backend.name == "opencl"
-    assert backend.device == pocl.device and backend.identity == pocl.identity
+def test_make_backend_on_pocl_is_an_opencl_backend_in_a_worker_by_default(pocl):
+    from kernelcast.measure.worker import IsolatedBackend
+
+    with make_backend("opencl", "portable", isolated=False) as backend:
+        assert isinstance(backend, Backend)
+        assert type(backend) is type(pocl) and backend.name == "opencl"
+        assert backend.device == pocl.device and backend.identity == pocl.identity
+    with make_backend("opencl", "portable") as isolated:
+        assert isinstance(isolated, IsolatedBackend) and isolated.name == "opencl"
+        assert isolated.device == pocl.device and isolated.identity == pocl.identity
 
 # }}}

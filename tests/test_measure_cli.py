@@ -124,35 +124,50 @@ def test_measure_without_the_kernels_sizes_exits_2_before_making_a_store(tmp_pat
     assert not db.exists()
 
 
-def test_measure_a_size_too_large_for_the_kernel_records_it(tmp_path):
+def test_measure_refuses_a_size_too_large_for_the_kernel_before_storing(tmp_path):
     # the example's n is int32: 2**32 does not fit it, whatever memory the device has
     db = tmp_path / "m.sqlite"
     result = subprocess.run(
         [sys.executable, "-m", "kernelcast", "measure", "--kernel", f"{EXAMPLES}:scale",
          "--param", "n=4294967296", "--device", "portable", "--db", str(db)],
         capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    assert ("scale/n=4294967296: size_out_of_range: n=4294967296 does not fit the kernel's "
-            "int32 argument 'n'") in result.stderr
-    assert result.stdout == f"done: 1 measured (1 size_out_of_range), 0 already in {db}\n"
-    [row] = read_measurements(db).itertuples()
-    assert row.status == "size_out_of_range" and row.min_s is None
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "kernelcast: error: n=4294967296 does not fit the kernel's int32 argument 'n' "
+        "(-2147483648 to 2147483647)")
+    assert result.stdout == "" and not db.exists()
+
+
+OUT_OF_BOUNDS = """
+import loopy as lp
+import numpy as np
+
+
+def out_of_bounds():
+    knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i + s] = 1",
+                         [lp.GlobalArg("out", np.float32, shape="n"),
+                          lp.ValueArg("n, s", np.int32)],
+                         name="out_of_bounds", lang_version=(2018, 2), assumptions="n >= 1")
+    knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
+    return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+"""
 
 
 def test_measure_a_new_status_into_a_schema_1_store_exits_2_in_one_line(
         tmp_path, pocl, schema1_store):
     db = schema1_store(tmp_path / "old.sqlite", pocl.identity)
+    kernel = tmp_path / "oob.py"
+    kernel.write_text(OUT_OF_BOUNDS)
     result = subprocess.run(
-        [sys.executable, "-m", "kernelcast", "measure", "--kernel", f"{EXAMPLES}:scale",
-         "--param", "n=4294967296", "--device", "portable", "--db", str(db)],
+        [sys.executable, "-m", "kernelcast", "measure", "--kernel", f"{kernel}:out_of_bounds",
+         "--param", "n=64", "s=2147483647", "--device", "portable", "--db", str(db)],
         capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 2
+    assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.splitlines()[-1] == (
         f"kernelcast: error: {db} has schema version 1, which cannot record the status "
-        "'size_out_of_range' (scale/n=4294967296); measure into a new store (another --db), "
-        "which is created with schema version 2")
+        "'crashed' (out_of_bounds/n=64,s=2147483647); measure into a new store (another --db), "
+        "which is created with schema version 3")
     assert "Traceback" not in result.stderr
     assert len(read_measurements(db)) == 0
 

@@ -14,7 +14,7 @@ def _measured_kernel(args):
 
     from kernelcast.errors import NotALoopyKernelError
     from kernelcast.frontends.files import load_factory
-    from kernelcast.measure.arrays import size_parameters
+    from kernelcast.measure.arrays import check_sizes, size_parameters
 
     factory = load_factory(args.kernel)
     params = sizes(args.param)
@@ -26,6 +26,7 @@ def _measured_kernel(args):
     if missing:
         raise UsageError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
                          f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
+    check_sizes(knl, params)  # n=0 against n >= 1, n=2**31 for an int32 n: nothing stored
     return factory, params
 
 
@@ -38,11 +39,12 @@ def measure(args) -> int:
         raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")
     if args.kernel:  # checked before a store is opened
         factory, params = _measured_kernel(args)
-    backend = make_backend(args.backend, args.device, args.build_options or "")
+    backend = make_backend(args.backend, args.device, args.build_options or "",
+                           wait=getattr(args, "wait", 0.0))
     print(f"measuring on {backend.device.name} ({backend.name}, driver "
           f"{backend.device.driver}) into {args.db}", file=sys.stderr)
     options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
-    with Store(args.db, backend.identity) as store:
+    with backend, Store(args.db, backend.identity) as store:
         if args.kernel:
             result = measure_kernel(factory, params, backend, store, **options)
         else:
@@ -61,6 +63,11 @@ def measure(args) -> int:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
     print(f"done: {result.measured} measured ({counts or 'none'}), "
           f"{result.skipped} already in {args.db}")
+    timed = sum(result.statuses.get(s, 0) for s in ("ok", "unstable"))
+    if result.measured and not timed:
+        print(f"kernelcast: error: no case could be timed ({counts}); the messages are in "
+              f"{args.db}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -103,7 +110,7 @@ def calibrate(args) -> int:
 
     model, path = run(args.device, args.backend, args.db, args.profile, args.suite,
                       model=args.model, params=model_params(args), runs=args.runs,
-                      tolerance=args.tolerance)
+                      tolerance=args.tolerance, wait=getattr(args, "wait", 0.0))
     _print_fit(model, path)
     return 0
 

@@ -7,13 +7,12 @@ at the parameter values. Arrays the kernel only reads get uniform random values 
 kernel fails to write, or writes out of place, show up in the comparison with the
 reference. Float scalars that are not size parameters get random values.
 
-Public names: ArraySpec, SizeRangeError, typed_kernel, array_specs, size_parameters,
+Public names: ArraySpec, SizeRangeError, typed_kernel, array_specs, size_parameters, check_sizes,
 scalar_arguments, host_arguments, argument_bytes, empty_host_array.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import loopy as lp
 import numpy as np
@@ -22,32 +21,11 @@ from pymbolic.mapper.dependency import DependencyMapper
 from pymbolic.mapper.evaluator import UnknownVariableError
 
 from kernelcast.errors import ParameterError
+from kernelcast.measure.launch import ArraySpec
 
 
 class SizeRangeError(ParameterError):
     """A size does not fit the integer type of the kernel argument that carries it."""
-
-
-@dataclass(frozen=True)
-class ArraySpec:
-    """One global array argument at fixed sizes; strides in elements."""
-
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    written: bool
-
-    @property
-    def size(self) -> int:
-        """Elements of the flat buffer that holds the array."""
-        if any(s == 0 for s in self.shape):
-            return 0
-        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
 
 
 def typed_kernel(knl) -> lp.LoopKernel:
@@ -105,6 +83,33 @@ def size_parameters(knl) -> list[str]:
             if expr is not None and expr is not lp.auto:
                 names.update(v.name for v in deps(expr))
     return sorted(names)
+
+
+def check_sizes(knl, params: dict) -> None:
+    """Raise ParameterError unless *params* are integers that are not negative, satisfy
+    the kernel's assumptions and fit the integer types of the arguments that carry them
+    (SizeRangeError): what ``measure`` checks before anything is stored."""
+    import islpy as isl
+
+    for name, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ParameterError(f"size {name} must be an integer, got {value!r}")
+        if value < 0:
+            raise ParameterError(f"size {name} must not be negative, got {value}")
+    kernel = typed_kernel(knl)
+    scalars = {a.name: np.dtype(a.dtype.numpy_dtype) for a in kernel.args
+               if isinstance(a, lp.ValueArg)}
+    scalar_arguments({k: d for k, d in scalars.items() if k in params}, params,
+                     np.random.default_rng(0))
+    assumptions = kernel.assumptions
+    for name, value in params.items():
+        index = assumptions.get_space().find_dim_by_name(isl.dim_type.param, name)
+        if index >= 0:
+            assumptions = assumptions.fix_val(isl.dim_type.param, index,
+                                              isl.Val(str(int(value))))
+    if assumptions.is_empty():
+        raise ParameterError(f"sizes {params} violate the assumptions of kernel "
+                             f"{kernel.name!r}: {kernel.assumptions}")
 
 
 def argument_bytes(knl, params: dict) -> int:

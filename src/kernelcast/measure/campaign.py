@@ -15,7 +15,12 @@ Failures become rows with a status, and the campaign goes on:
 - ``wrong_answer``: the kernel does not compute its reference (``max_rel_error`` says by
   how much);
 - ``failed``: any other kernelcast error while preparing or running a case (the message
-  names the error).
+  names the error);
+- ``crashed``: the process running the case died (the message names the signal): with an
+  isolated backend (kernelcast.measure.worker, what make_backend gives) the campaign goes
+  on with a new worker, and a resumed campaign does not run the case again.
+
+Compile errors keep the compiler's own log in the message.
 
 Suite campaigns with the paper's choice of sizes (§4.2) are kernelcast.suites.campaign;
 this module does not import the suites (a Job's *case* is used through its attributes).
@@ -42,6 +47,7 @@ from kernelcast.measure import protocol
 from kernelcast.measure.arrays import (
     SizeRangeError,
     array_specs,
+    check_sizes,
     scalar_arguments,
     typed_kernel,
 )
@@ -49,6 +55,7 @@ from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory, 
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store, measurement_key
 from kernelcast.measure.verify import TOLERANCE, check_compiled
+from kernelcast.measure.worker import WorkerCrashed
 
 
 class _Stderr:
@@ -105,39 +112,50 @@ def _format_seconds(s: float) -> str:
 
 
 class _Progress:
-    """One line per finished job, with the time left estimated from this run's pace."""
+    """One line per finished job. The time left is this run's pace over the jobs it
+    measured (skipped ones cost nothing) times the jobs still to come."""
 
-    def __init__(self, total: int, stream):
-        self.total, self.stream, self.done, self.start = total, stream, 0, time.monotonic()
+    def __init__(self, total: int, stream, earlier: frozenset = frozenset()):
+        self.total, self.stream, self.earlier = total, stream, earlier
+        self.done = self.measured = 0
+        self.start = time.monotonic()
 
-    def __call__(self, name: str, row: dict | None):
+    def __call__(self, name: str, row: dict | None, key: str = ""):
         self.done += 1
+        self.measured += row is not None
         if self.stream is None:
             return
         elapsed = time.monotonic() - self.start
-        left = elapsed / self.done * (self.total - self.done)
+        if self.measured:
+            eta = f", ~{_format_seconds(elapsed / self.measured * (self.total - self.done))} left"
+        else:
+            eta = ""
         if row is None:
-            what = "already in store"
+            what = ("measured above, while choosing sizes" if key in self.earlier
+                    else "already in store")
         elif row["status"] in ("ok", "unstable"):
             what = (f"{row['status']} min {row['min_s'] * 1e6:.1f} µs, median "
                     f"+{(row['median_s'] / row['min_s'] - 1) * 100:.1f}%")
         else:
-            what = f"{row['status']}: {(row.get('message') or '')[:100]}"
-        print(f"[{self.done}/{self.total} {elapsed:.0f}s, ~{_format_seconds(left)} left] "
-              f"{name}: {what}", file=self.stream, flush=True)
+            message = (row.get("message") or "").replace("\n", " | ")
+            what = f"{row['status']}: {message[:100]}"
+        print(f"[{self.done}/{self.total} {elapsed:.0f}s{eta}] {name}: {what}",
+              file=self.stream, flush=True)
 
 
 def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
                  runs: int = protocol.RUNS, drop: int = protocol.DROP,
                  tolerance: float = protocol.TOLERANCE, retries: int = protocol.RETRIES,
-                 seed: int = 0, progress=STDERR) -> CampaignResult:
-    """Measure *jobs* on *backend* into *store*; see the module docstring."""
+                 seed: int = 0, progress=STDERR, earlier=frozenset()) -> CampaignResult:
+    """Measure *jobs* on *backend* into *store*; see the module docstring. *earlier*: keys
+    measured earlier by the same command (progress says so rather than "already in
+    store")."""
     result = CampaignResult()
     unique = {}
     for job in jobs:
         unique.setdefault(job.name, job)
     jobs = list(unique.values())
-    report = _Progress(len(jobs), progress_stream(progress))
+    report = _Progress(len(jobs), progress_stream(progress), frozenset(earlier))
     done = store.keys()
     by_kernel: dict[str, list[Job]] = {}
     for job in jobs:
@@ -152,10 +170,13 @@ def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
 def _record(store, job, key, code_sha, backend, result, report, **fields):
     row = {**job.metadata(), "key": key, "kernelcast_version": __version__,
            "code_sha256": code_sha, "build_options": backend.build_options, **fields}
-    store.add(row)
+    if store.add(row) is None:  # another process stored the same case a moment ago
+        result.skipped += 1
+        report(job.name, None, key)
+        return
     result.measured += 1
     result.count(row["status"])
-    report(job.name, row)
+    report(job.name, row, key)
 
 
 def _run_kernel(group, backend, store, done, result, report, opts):
@@ -175,7 +196,7 @@ def _run_kernel(group, backend, store, done, result, report, opts):
     for job in group:
         if keys[job.name] in done:
             result.skipped += 1
-            report(job.name, None)
+            report(job.name, None, keys[job.name])
     if not todo:
         return
     if error is None:
@@ -184,6 +205,11 @@ def _run_kernel(group, backend, store, done, result, report, opts):
             compiled = backend.compile(generated)
         except CompileError as err:
             error = str(err)
+        except WorkerCrashed as err:
+            for job in todo:
+                _record(store, job, keys[job.name], code_sha, backend, result, report,
+                        **failure_fields(err, "while compiling: "))
+            return
     if error is not None:
         for job in todo:
             _record(store, job, keys[job.name], code_sha, backend, result, report,
@@ -201,7 +227,9 @@ def _run_kernel(group, backend, store, done, result, report, opts):
 def failure_fields(err: KernelcastError, context: str = "") -> dict:
     """The status and message of a case that raised *err* (*context* prefixes the
     message): what happened, never a time."""
-    if isinstance(err, OutOfMemory):
+    if isinstance(err, WorkerCrashed):
+        status, message = "crashed", str(err)
+    elif isinstance(err, OutOfMemory):
         status, message = "out_of_memory", str(err)
     elif isinstance(err, SizeRangeError):
         status, message = "size_out_of_range", str(err)
@@ -233,21 +261,17 @@ def _verify(job, backend, compiled, generated, typed, opts) -> dict | None:
 
 
 def _time_job(job, backend, compiled, generated, typed, opts) -> dict:
-    args = {}
     try:
         specs, scalars = array_specs(typed, job.params)
         # sizes first: whether they fit the kernel's argument types does not depend on the
         # device, so a size out of range gets the same status on every device
         values = scalar_arguments(scalars, job.params, np.random.default_rng(opts["seed"]))
         check_fits(backend.device, specs)
-        args = backend.allocate(specs, values, opts["seed"])
-        timing = protocol.time_with_protocol(
-            lambda count: backend.time_launches(compiled, generated, args, job.params, count),
-            opts["runs"], opts["drop"], opts["tolerance"], opts["retries"])
+        timing = backend.time_case(
+            compiled, generated, specs, values, job.params, opts["seed"], runs=opts["runs"],
+            drop=opts["drop"], tolerance=opts["tolerance"], retries=opts["retries"])
     except KernelcastError as err:
         return failure_fields(err)
-    finally:
-        backend.release(args)
     return {"status": timing.status, "min_s": timing.min, "median_s": timing.median,
             "times_s": list(timing.times), "dropped": timing.drop,
             "attempts": timing.attempts, "spreads": list(timing.spreads)}
@@ -271,9 +295,11 @@ def job_label(build, knl) -> str:
 
 def measure_kernel(build, params: dict, backend, store: Store, *, name: str | None = None,
                    **options) -> CampaignResult:
-    """Measure one kernel (a function returning a Loopy kernel) at *params*. Its jobs are
-    named *name*, else as job_label says."""
+    """Measure one kernel (a function returning a Loopy kernel) at *params*, refused with a
+    ParameterError before anything is stored if the sizes break the kernel's assumptions
+    or do not fit its argument types. Its jobs are named *name*, else as job_label says."""
     knl = build()
+    check_sizes(knl, params)
     label = name or job_label(build, knl)
     job_name = label + "/" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     return run_campaign([Job(job_name, label, build, dict(params))], backend, store, **options)

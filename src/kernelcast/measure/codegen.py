@@ -8,13 +8,11 @@ Loopy 2025.2's CUDA target cannot type ``rsqrt`` (its CudaCallable never overrid
 ``with_types``); the CUDA target here supplies a callable that does, mapping to CUDA's
 ``rsqrtf``/``rsqrt``.
 
-Public names: GeneratedKernel, generate, cuda_translation_unit.
+Public names: generate, cuda_translation_unit (and GeneratedKernel, KernelArgument from
+kernelcast.measure.launch).
 """
 
 from __future__ import annotations
-
-import hashlib
-from dataclasses import dataclass
 
 import loopy as lp
 import numpy as np
@@ -25,38 +23,7 @@ from loopy.types import NumpyType
 from pymbolic import evaluate
 
 from kernelcast.errors import UnsupportedKernelError
-
-
-@dataclass(frozen=True)
-class KernelArgument:
-    name: str
-    dtype: np.dtype
-    is_array: bool
-
-
-@dataclass(frozen=True)
-class GeneratedKernel:
-    """Generated device code with what a launch needs."""
-
-    name: str
-    target: str  # "opencl" or "cuda"
-    code: str
-    arguments: tuple[KernelArgument, ...]
-    grid: tuple  # group counts per axis, expressions in the parameters
-    block: tuple  # work-items per group per axis
-
-    @property
-    def code_sha256(self) -> str:
-        return hashlib.sha256(self.code.encode()).hexdigest()
-
-    def launch_sizes(self, params: dict) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(groups per axis, work-items per group per axis), both with the same number
-        of axes (at least one)."""
-        grid = [int(evaluate(g, params)) for g in self.grid]
-        block = [int(evaluate(b, params)) for b in self.block]
-        axes = max(len(grid), len(block), 1)
-        return (tuple(grid + [1] * (axes - len(grid))),
-                tuple(block + [1] * (axes - len(block))))
+from kernelcast.measure.launch import GeneratedKernel, KernelArgument
 
 
 class _CudaRsqrt(ScalarCallable):

@@ -42,12 +42,7 @@ def check_compiled(backend, compiled, generated, typed, case, seed: int = 0) -> 
     each output against the reference."""
     specs, scalars = array_specs(typed, case.params)
     values = scalar_arguments(scalars, case.params, np.random.default_rng(seed))
-    args = backend.allocate(specs, values, seed)
-    try:
-        backend.time_launches(compiled, generated, args, case.params, 1)
-        host = backend.read(args, specs)
-    finally:
-        backend.release(args)
+    host = backend.run_once(compiled, generated, specs, values, case.params, seed)
     host.update(values)
     expected = case.reference(host)
     return {name: relative_error(host[name], value) for name, value in expected.items()}

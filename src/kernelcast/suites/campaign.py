@@ -28,29 +28,36 @@ def _min_time(store, key) -> float | None:
     return row["min_s"] if row and row["min_s"] is not None else None
 
 
-def launch_overhead(backend, store, **options) -> float:
-    """§4.2: the run time of the smallest empty-kernel case."""
+def launch_overhead(backend, store, measured=None, **options) -> float:
+    """§4.2: the run time of the smallest empty-kernel case (its key is added to the set
+    *measured*)."""
     empty = MEASUREMENT.kernel_class("empty")
     case = next(empty.cases("measurement", min(empty.p_choices)))
     job = Job.from_case(case)
     result = run_campaign([job], backend, store, **options)
+    if measured is not None:
+        measured.add(result.keys[job.name])
     seconds = _min_time(store, result.keys[job.name])
     if seconds is None:
         raise KernelcastError(f"the empty kernel could not be timed on {backend.device.name}")
     return seconds
 
 
-def choose_sizes(suite, backend, store, fixed: dict | None = None, **options) -> dict:
-    """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's."""
+def choose_sizes(suite, backend, store, fixed: dict | None = None, measured=None,
+                 **options) -> dict:
+    """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's.
+    The keys of the cases measured to choose them are added to the set *measured*."""
     chosen = dict(fixed or {})
+    measured = set() if measured is None else measured
     missing = [c for c in suite.classes if c.name not in chosen]
     if not missing:
         return chosen
-    overhead = launch_overhead(backend, store, **options)
+    overhead = launch_overhead(backend, store, measured, **options)
     for kclass in missing:
         def smallest_time(p, kclass=kclass):
             job = Job.from_case(next(kclass.cases(suite.name, p)))
             keys = run_campaign([job], backend, store, **options).keys
+            measured.add(keys[job.name])
             return _min_time(store, keys[job.name])
         chosen[kclass.name] = choose_p(kclass, smallest_time, overhead)
     return chosen
@@ -62,8 +69,12 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
     if classes:
         suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
     progress = progress_stream(progress)
-    sizes = choose_sizes(suite, backend, store, p, progress=progress, **options)
+    if progress is not None:
+        print(f"suite {suite.name}:", file=progress)
+    probes: set[str] = set()
+    sizes = choose_sizes(suite, backend, store, p, probes, progress=progress, **options)
     if progress is not None:
         print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
     cases = suite.cases(sizes, dtypes, group_set)
-    return run_campaign(suite_jobs(cases), backend, store, progress=progress, **options)
+    return run_campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
+                        **options)

@@ -3,7 +3,8 @@
 ``Backend`` (base.py) is the abstract interface: compile, allocate, time_launches and read
 are abstract; release and identity are shared. opencl.py and cuda.py implement it; neither
 imports its GPU library until a backend is made, so importing this package loads neither
-pyopencl nor cupy.
+pyopencl nor cupy. make_backend gives a backend that holds its device's lock and, by
+default, runs in a worker process that may crash without taking the caller with it.
 
 Failures raise CompileError, OutOfMemory or LaunchError, which a campaign records as the
 statuses compile_error, out_of_memory and launch_error.
@@ -30,9 +31,22 @@ __all__ = ["Backend", "CompileError", "CudaBackend", "LaunchError", "OpenCLBacke
 
 
 def make_backend(backend: str = "opencl", device: str | None = None,
-                 build_options: str = "") -> Backend:
-    """A backend on the device whose name contains *device* (the best one if None)."""
+                 build_options: str = "", *, isolated: bool = True, wait: float = 0.0):
+    """A backend on the device whose name contains *device* (the best one if None),
+    holding the device's lock (waiting up to *wait* seconds for it) until closed; in a
+    worker process (kernelcast.measure.worker) unless *isolated* is False."""
+    from kernelcast.measure.lock import DeviceLock
+
     info = find_device(device, backend)
-    if backend == "cuda":
-        return CudaBackend(info, build_options)
-    return OpenCLBackend(info, build_options)
+    lock = DeviceLock(info.name, wait)
+    try:
+        if isolated:
+            from kernelcast.measure.worker import IsolatedBackend
+
+            return IsolatedBackend(backend, info, build_options, lock)
+        made = (CudaBackend if backend == "cuda" else OpenCLBackend)(info, build_options)
+    except BaseException:
+        lock.release()
+        raise
+    made.lock = lock
+    return made

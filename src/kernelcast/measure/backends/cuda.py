@@ -14,6 +14,8 @@ from kernelcast.errors import MissingDependencyError
 from kernelcast.measure.backends.base import (
     Backend,
     CompileError,
+    captured_stderr,
+    compiler_log,
     LaunchError,
     OutOfMemory,
     check_fits,
@@ -38,12 +40,14 @@ class CudaBackend(Backend):
 
     def compile(self, kernel):
         cupy = self._cupy
-        try:
-            module = cupy.RawModule(code=kernel.code,
-                                    options=tuple(self.build_options.split()))
-            return module.get_function(kernel.name)
-        except cupy.cuda.compiler.CompileException as err:
-            raise CompileError(f"CUDA compile failed: {err}") from None
+        with captured_stderr() as printed:
+            try:
+                module = cupy.RawModule(code=kernel.code,
+                                        options=tuple(self.build_options.split()))
+                return module.get_function(kernel.name)
+            except cupy.cuda.compiler.CompileException as err:
+                failure = str(err)
+        raise CompileError(compiler_log("CUDA compile failed", failure, printed[0]))
 
     def allocate(self, specs, scalars, seed=0):
         cupy = self._cupy

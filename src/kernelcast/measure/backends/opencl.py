@@ -14,6 +14,8 @@ from kernelcast.errors import MissingDependencyError
 from kernelcast.measure.backends.base import (
     Backend,
     CompileError,
+    captured_stderr,
+    compiler_log,
     LaunchError,
     OutOfMemory,
     check_fits,
@@ -43,11 +45,15 @@ class OpenCLBackend(Backend):
 
     def compile(self, kernel):
         cl = self._cl
-        try:
-            program = cl.Program(self.context, kernel.code).build(
-                options=self.build_options.split())
-        except cl.Error as err:
-            raise CompileError(f"OpenCL build failed: {err}") from None
+        with captured_stderr() as printed:
+            try:
+                program = cl.Program(self.context, kernel.code).build(
+                    options=self.build_options.split())
+                failure = None
+            except cl.Error as err:
+                failure = str(err)
+        if failure is not None:
+            raise CompileError(compiler_log("OpenCL build failed", failure, printed[0]))
         return getattr(program, kernel.name)
 
     def allocate(self, specs, scalars, seed=0):

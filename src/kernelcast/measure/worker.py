@@ -1,0 +1,219 @@
+"""A backend that runs in a worker process, so that a kernel that crashes does not take the
+campaign with it.
+
+An out-of-bounds kernel on PoCL (which runs kernels in the calling process) or a process
+memory limit ends the process with a signal: in-process, the campaign died with no row and
+no word, and resuming crashed again on the same case. IsolatedBackend sends each compile,
+check run and timing to a worker process (``python -m kernelcast.measure.worker``) over a
+socket; when the worker dies, the call raises WorkerCrashed naming the signal (the campaign
+records the case as ``crashed`` and goes on) and the next call starts a new worker. A GPU
+context that a launch error may have poisoned (an illegal address on CUDA makes every later
+call fail) is rebuilt the same way: the worker is replaced after any launch error. TVM's
+measure pipeline isolates its runs likewise.
+
+The worker receives only plain objects (kernelcast.measure.launch), compiles each kernel
+once and keeps it. It ignores SIGINT (the campaign decides how to stop) and ends when its
+socket closes. Its stdout goes to stderr, so that it never mixes with a command's output.
+
+Public names: IsolatedBackend, WorkerCrashed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from kernelcast.errors import KernelcastError
+
+# errors the worker sends back by name; anything else arrives as KernelcastError
+_ERRORS = ("CompileError", "OutOfMemory", "LaunchError", "MissingDependencyError",
+           "UsageError")
+
+
+class WorkerCrashed(KernelcastError):
+    """The worker process died while running a case (the message names the signal)."""
+
+
+def _error_class(name: str):
+    import kernelcast.errors as errors
+    from kernelcast.measure.backends import base
+
+    return getattr(base, name, None) or getattr(errors, name, KernelcastError)
+
+
+def _describe(returncode: int | None) -> str:
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+            return f"was killed by {sig.name} ({signal.strsignal(sig) or 'signal'})"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+class IsolatedBackend:
+    """The backend *name* ("opencl" or "cuda") on *device* (a DeviceInfo), in a worker
+    process; the same compile, run_once and time_case as an in-process Backend."""
+
+    def __init__(self, name: str, device, build_options: str = "", lock=None):
+        self.name, self.device, self.build_options, self.lock = (
+            name, device, build_options, lock)
+        self._process = self._conn = None
+        self.starts = 0  # workers started: more than one after crashes or launch errors
+
+    @property
+    def identity(self) -> dict:
+        return {"backend": self.name, "device": self.device.name,
+                "driver": self.device.driver, "compute_units": self.device.compute_units}
+
+    # {{{ the worker's life
+
+    def _start(self):
+        ours, theirs = socket.socketpair()
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH")) if p)
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "kernelcast.measure.worker", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2, env=env)
+        finally:
+            theirs.close()
+        self._conn = Connection(ours.detach())
+        try:
+            self._request("start", self.name, self.device, self.build_options)
+        except WorkerCrashed:
+            raise
+        except KernelcastError:
+            self._stop()
+            raise
+
+    def _stop(self):
+        if self._conn is not None:
+            self._conn.close()
+        if self._process is not None:
+            try:  # an idle worker ends at once; a busy one is not waited for long
+                self._process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = self._conn = None
+
+    def close(self) -> None:
+        """End the worker and release the device's lock."""
+        self._stop()
+        if self.lock is not None:
+            self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _request(self, *message):
+        try:
+            self._conn.send(message)
+            reply = self._conn.recv()
+        except (EOFError, OSError):
+            process = self._process
+            try:
+                code = process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
+            self._process = None
+            self._conn.close()
+            self._conn = None
+            raise WorkerCrashed(f"the measuring process {_describe(code)}") from None
+        if reply[0] == "ok":
+            return reply[1]
+        kind, text = reply[1], reply[2]
+        if kind == "LaunchError":  # the context may be poisoned: the next call gets a new one
+            self._stop()
+        raise _error_class(kind)(text)
+
+    def _call(self, *message):
+        if self._process is None:
+            self.starts += 1
+            self._start()
+        return self._request(*message)
+
+    # }}}
+
+    def compile(self, kernel):
+        """Compile *kernel* in the worker (raises CompileError with the compiler's log);
+        the handle is the kernel itself."""
+        self._call("compile", kernel)
+        return kernel
+
+    def run_once(self, compiled, kernel, specs, scalars, params, seed=0):
+        return self._call("run_once", kernel, specs, scalars, params, seed)
+
+    def time_case(self, compiled, kernel, specs, scalars, params, seed=0, **timing):
+        return self._call("time_case", kernel, specs, scalars, params, seed, timing)
+
+
+# {{{ the worker process
+
+def _serve(conn: Connection) -> None:
+    from kernelcast.measure.backends import CudaBackend, OpenCLBackend
+
+    backend, compiled = None, {}
+
+    def ensure(kernel):
+        key = (kernel.code, kernel.name)
+        if key not in compiled:
+            compiled[key] = backend.compile(kernel)
+        return compiled[key]
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        verb, *args = message
+        try:
+            if verb == "start":
+                name, device, options = args
+                backend = (CudaBackend if name == "cuda" else OpenCLBackend)(device, options)
+                result = None
+            elif verb == "compile":
+                ensure(args[0])
+                result = None
+            elif verb == "run_once":
+                kernel, specs, scalars, params, seed = args
+                result = backend.run_once(ensure(kernel), kernel, specs, scalars, params, seed)
+            elif verb == "time_case":
+                kernel, specs, scalars, params, seed, timing = args
+                result = backend.time_case(ensure(kernel), kernel, specs, scalars, params,
+                                           seed, **timing)
+            else:
+                raise KernelcastError(f"unknown request {verb!r}")
+            reply = ("ok", result)
+        except MemoryError as err:
+            reply = ("error", "OutOfMemory", f"host memory ran out: {err}")
+        except Exception as err:  # noqa: BLE001 - every failure goes back as a reply
+            kind = type(err).__name__
+            text = str(err) if kind in _ERRORS or isinstance(err, KernelcastError) \
+                else f"{kind}: {err}"
+            reply = ("error", kind if kind in _ERRORS else "KernelcastError", text)
+        try:
+            conn.send(reply)
+        except OSError:  # the campaign stopped while this request ran
+            return
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _serve(Connection(int(sys.argv[1])))
+
+# }}}

@@ -1,0 +1,286 @@
+"""Measuring that survives what a kernel or a user does to it, on PoCL for real: a kernel
+that kills its process is recorded as ``crashed`` and the campaign goes on; one campaign per
+device at a time; sizes refused before anything is stored; the compiler's own log kept with
+a compile error; Ctrl-C and SIGTERM stop cleanly with a resume hint."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from kernelcast.cli import main
+from kernelcast.errors import DeviceBusyError
+from kernelcast.measure.backends import make_backend
+from kernelcast.measure.campaign import Job, run_campaign
+from kernelcast.measure.lock import DeviceLock
+from kernelcast.measure.store import Store
+from kernelcast.measure.worker import IsolatedBackend
+
+FAST = {"runs": 6, "tolerance": 1.0, "progress": None}
+
+KERNELS = textwrap.dedent('''
+    import loopy as lp
+    import numpy as np
+
+
+    def _tagged(knl):
+        return lp.split_iname(knl, "i", 64, outer_tag="g.0", inner_tag="l.0")
+
+
+    def scale():
+        return _tagged(lp.make_kernel(
+            "{[i]: 0<=i<n}", "out[i] = 2*a[i]",
+            [lp.GlobalArg("a, out", np.float32, shape="n"), lp.ValueArg("n", np.int32)],
+            name="scale", lang_version=(2018, 2), assumptions="n >= 1"))
+
+
+    def out_of_bounds():
+        """Writes s elements past its array: s = 2**31 - 1 floats is 8 GiB away."""
+        knl = lp.make_kernel(
+            "{[i]: 0<=i<n}", "out[i + s] = 1",
+            [lp.GlobalArg("out", np.float32, shape="n"), lp.ValueArg("n, s", np.int32)],
+            name="out_of_bounds", lang_version=(2018, 2), assumptions="n >= 1")
+        knl = lp.set_options(knl, enforce_array_accesses_within_bounds="no_check")
+        return _tagged(knl)
+
+
+    def broken():
+        knl = lp.make_kernel(
+            "{[i]: 0<=i<n}", "out[i] = 2*a[i]",
+            [lp.GlobalArg("a, out", np.float32, shape="n"), lp.ValueArg("n", np.int32)],
+            preambles=[("0", "float f(void) { return undeclared_thing; }")],
+            name="broken", lang_version=(2018, 2), assumptions="n >= 1")
+        return _tagged(knl)
+
+
+    def too_large_groups():
+        knl = lp.make_kernel(
+            "{[i]: 0<=i<n}", "out[i] = 2*a[i]",
+            [lp.GlobalArg("a, out", np.float32, shape="n"), lp.ValueArg("n", np.int32)],
+            name="too_large_groups", lang_version=(2018, 2), assumptions="n >= 1")
+        return lp.split_iname(knl, "i", 1 << 16, outer_tag="g.0", inner_tag="l.0")
+''')
+
+
+@pytest.fixture
+def kernel_file(tmp_path):
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS)
+    return path
+
+
+@pytest.fixture
+def factories(kernel_file):
+    namespace = {}
+    exec(compile(KERNELS, str(kernel_file), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def _rows(path):
+    with Store(path) as store:
+        return store.rows()
+
+
+def _run(*argv, timeout=300):
+    return subprocess.run([sys.executable, "-m", "kernelcast", *map(str, argv)],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# {{{ a crashing kernel does not take the campaign with it
+
+def test_a_kernel_that_kills_its_process_is_recorded_as_crashed_and_the_campaign_goes_on(
+        pocl_device, factories, tmp_path):
+    db = tmp_path / "s.sqlite"
+    jobs = [Job("out_of_bounds/n=64", "out_of_bounds", factories["out_of_bounds"],
+                {"n": 64, "s": 2**31 - 1}),
+            Job("scale/n=1000", "scale", factories["scale"], {"n": 1000})]
+    with make_backend("opencl", pocl_device.name) as backend, \
+            Store(db, backend.identity) as store:
+        assert isinstance(backend, IsolatedBackend)
+        result = run_campaign(jobs, backend, store, **FAST)
+        assert backend.starts == 2  # a new worker after the crash
+        again = run_campaign(jobs, backend, store, **FAST)  # resuming skips the crash
+    assert result.statuses == {"crashed": 1, "ok": 1}
+    assert again.measured == 0 and again.skipped == 2
+    crashed, timed = _rows(db)
+    assert crashed["status"] == "crashed" and crashed["min_s"] is None
+    assert "SIGSEGV" in crashed["message"]
+    assert timed["status"] == "ok" and timed["min_s"] > 0
+
+
+def test_a_launch_error_gets_a_new_worker_and_the_next_case_runs(
+        pocl_device, factories, tmp_path):
+    jobs = [Job("too_large_groups/n=70000", "too_large_groups", factories["too_large_groups"],
+                {"n": 70000}),
+            Job("scale/n=1000", "scale", factories["scale"], {"n": 1000})]
+    with make_backend("opencl", pocl_device.name) as backend, \
+            Store(tmp_path / "s.sqlite", backend.identity) as store:
+        result = run_campaign(jobs, backend, store, **FAST)
+        assert backend.starts == 2  # the context a launch error may poison is rebuilt
+    assert result.statuses == {"launch_error": 1, "ok": 1}
+
+
+def test_a_compile_error_keeps_the_compilers_own_log_once(pocl_device, factories, tmp_path,
+                                                         capfd):
+    jobs = [Job("broken/n=100", "broken", factories["broken"], {"n": 100})]
+    with make_backend("opencl", pocl_device.name) as backend, \
+            Store(tmp_path / "s.sqlite", backend.identity) as store:
+        run_campaign(jobs, backend, store, **FAST)
+        [row] = store.rows()
+    assert row["status"] == "compile_error"
+    assert "undeclared_thing" in row["message"]  # the compiler's diagnostic
+    assert row["message"].count("BUILD_PROGRAM_FAILURE") == 1
+    assert "undeclared_thing" not in capfd.readouterr().err  # not raw on the terminal
+
+# }}}
+
+
+# {{{ one campaign per device
+
+HOLDER = textwrap.dedent('''
+    import sys, time
+    from kernelcast.measure.lock import DeviceLock
+    lock = DeviceLock(sys.argv[1])
+    print("holding", flush=True)
+    time.sleep(600)
+''')
+
+
+@pytest.fixture
+def holder(pocl_device):
+    """Another process holding the lock of PoCL's device."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, pocl_device.name],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "holding"
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_a_second_campaign_on_a_device_is_refused_naming_the_holder(
+        holder, pocl_device, kernel_file, tmp_path, capsys):
+    db = tmp_path / "s.sqlite"
+    status = main(["measure", "--kernel", f"{kernel_file}:scale", "--param", "n=1000",
+                   "--db", str(db), "--device", "Portable", "--runs", "6"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert f"process {holder.pid}" in err and "kernelcast: error:" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not db.exists()  # refused before anything was stored
+
+    started = time.monotonic()
+    with pytest.raises(DeviceBusyError, match=f"process {holder.pid}.*after waiting 0.5 s"):
+        make_backend("opencl", pocl_device.name, wait=0.5)
+    assert time.monotonic() - started >= 0.5
+
+
+def test_the_lock_goes_with_its_holder_even_by_sigkill(holder, pocl_device):
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    lock = DeviceLock(pocl_device.name)
+    lock.release()
+
+
+def test_a_waiting_campaign_runs_once_the_holder_is_done(pocl_device, kernel_file, tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.replace("time.sleep(600)", "time.sleep(2)"),
+         pocl_device.name], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "holding"
+        db = tmp_path / "s.sqlite"
+        result = _run("measure", "--kernel", f"{kernel_file}:scale", "--param", "n=1000",
+                      "--db", db, "--device", "Portable", "--runs", "6", "--wait", "60")
+    finally:
+        process.kill()
+        process.wait()
+    assert result.returncode == 0, result.stderr
+    assert [r["status"] for r in _rows(db)] == ["ok"]
+
+
+def test_one_process_shares_its_own_lock(pocl_device):
+    first = DeviceLock(pocl_device.name)
+    second = DeviceLock(pocl_device.name)  # a calibration that also evaluates
+    second.release()
+    first.release()
+
+# }}}
+
+
+# {{{ sizes are checked before anything is stored; exit codes
+
+@pytest.mark.parametrize(("size", "message"), [
+    ("n=0", "violate the assumptions of kernel 'scale'"),
+    ("n=-1", "must not be negative"),
+    ("n=2147483648", "does not fit the kernel's int32 argument 'n'"),
+])
+def test_measure_refuses_sizes_the_kernel_cannot_take_before_storing_anything(
+        pocl_device, kernel_file, tmp_path, capsys, size, message):
+    db = tmp_path / "s.sqlite"
+    status = main(["measure", "--kernel", f"{kernel_file}:scale", "--param", size,
+                   "--db", str(db), "--device", "Portable"])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and err.count("\n") == 1
+    assert not db.exists()
+
+
+def test_measure_fails_when_no_case_could_be_timed(pocl_device, kernel_file, tmp_path, capsys):
+    db = tmp_path / "s.sqlite"
+    status = main(["measure", "--kernel", f"{kernel_file}:broken", "--param", "n=100",
+                   "--db", str(db), "--device", "Portable"])
+    assert status == 1
+    assert "no case could be timed (1 compile_error)" in capsys.readouterr().err
+    assert [r["status"] for r in _rows(db)] == ["compile_error"]
+
+# }}}
+
+
+# {{{ Ctrl-C and SIGTERM
+
+def _count(db):
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.parametrize(("sig", "status", "name"), [
+    (signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_stops_the_campaign_cleanly_with_a_resume_hint(tmp_path, pocl_device, sig,
+                                                                status, name):
+    db = tmp_path / "s.sqlite"
+    command = [sys.executable, "-m", "kernelcast", "measure", "--suite", "measurement-cpu",
+               "--classes", "global_access", "--p", "global_access=13", "--dtype",
+               "float32", "--db", str(db), "--device", "Portable", "--runs", "6",
+               "--tolerance", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _count(db) < 2 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert process.poll() is None, process.stderr.read()[-2000:]
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stored = _count(db)
+    assert process.returncode == status, err[-2000:]
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last == (f"kernelcast: stopped by {name}: this run stored {stored} measurements "
+                    f"({stored} into {db.resolve()}); run the same command again to resume "
+                    "(stored cases are skipped)")
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                             check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"{stored} already in" in resumed.stdout
+
+# }}}
