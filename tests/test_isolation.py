@@ -125,6 +125,36 @@ def test_a_launch_error_gets_a_new_worker_and_the_next_case_runs(
     assert result.statuses == {"launch_error": 1, "ok": 1}
 
 
+def _gpu_backend(backend):
+    """(backend, device name) of an NVIDIA GPU through *backend*, or skip."""
+    from kernelcast.measure.devices import cuda_devices, opencl_devices
+
+    if backend == "cuda":
+        pytest.importorskip("cupy", reason="needs cupy and an NVIDIA GPU")
+        devices = cuda_devices()
+    else:
+        devices = [d for d in opencl_devices() if "GPU" in d.kind and "NVIDIA" in d.vendor]
+    if not devices:
+        pytest.skip(f"needs an NVIDIA GPU through {backend}")
+    return devices[0].name
+
+
+@pytest.mark.parametrize("backend", ["cuda", "opencl"])
+def test_an_illegal_address_on_a_gpu_is_recorded_and_the_next_case_runs_on_a_new_context(
+        backend, factories, tmp_path):
+    device = _gpu_backend(backend)
+    jobs = [Job("out_of_bounds/n=64", "out_of_bounds", factories["out_of_bounds"],
+                {"n": 64, "s": 2**31 - 1}),
+            Job("scale/n=100000", "scale", factories["scale"], {"n": 100000})]
+    with make_backend(backend, device) as runner, \
+            Store(tmp_path / "s.sqlite", runner.identity) as store:
+        result = run_campaign(jobs, runner, store, **FAST)
+        rows = store.rows()
+    assert rows[1]["status"] == "ok", rows
+    assert rows[0]["status"] in ("launch_error", "out_of_memory", "crashed"), rows[0]
+    print(backend, rows[0]["status"], rows[0]["message"], result.statuses)
+
+
 def test_a_compile_error_keeps_the_compilers_own_log_once(pocl_device, factories, tmp_path,
                                                          capfd):
     jobs = [Job("broken/n=100", "broken", factories["broken"], {"n": 100})]

@@ -205,7 +205,7 @@ def _run_kernel(group, backend, store, done, result, report, opts):
             compiled = backend.compile(generated)
         except CompileError as err:
             error = str(err)
-        except WorkerCrashed as err:
+        except KernelcastError as err:  # a crash, a device failing to build
             for job in todo:
                 _record(store, job, keys[job.name], code_sha, backend, result, report,
                         **failure_fields(err, "while compiling: "))

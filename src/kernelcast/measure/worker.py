@@ -8,7 +8,8 @@ check run and timing to a worker process (``python -m kernelcast.measure.worker`
 socket; when the worker dies, the call raises WorkerCrashed naming the signal (the campaign
 records the case as ``crashed`` and goes on) and the next call starts a new worker. A GPU
 context that a launch error may have poisoned (an illegal address on CUDA makes every later
-call fail) is rebuilt the same way: the worker is replaced after any launch error. TVM's
+call fail) is rebuilt the same way: the worker is replaced after any failure but a compile
+error, and an error of the GPU library outside a launch is a launch error. TVM's
 measure pipeline isolates its runs likewise.
 
 The worker receives only plain objects (kernelcast.measure.launch), compiles each kernel
@@ -96,9 +97,13 @@ class IsolatedBackend:
             self._stop()
             raise
 
-    def _stop(self):
+    def _stop(self, kill: bool = False):
+        """End the worker: at once with *kill* (a poisoned context's teardown only
+        prints errors), else when it has finished what it is doing."""
         if self._conn is not None:
             self._conn.close()
+        if self._process is not None and kill:
+            self._process.kill()
         if self._process is not None:
             try:  # an idle worker ends at once; a busy one is not waited for long
                 self._process.wait(timeout=2)
@@ -137,8 +142,10 @@ class IsolatedBackend:
         if reply[0] == "ok":
             return reply[1]
         kind, text = reply[1], reply[2]
-        if kind == "LaunchError":  # the context may be poisoned: the next call gets a new one
-            self._stop()
+        if kind not in ("CompileError", "UsageError"):
+            # the context may be poisoned (an illegal address on CUDA fails every later
+            # call; NVIDIA's OpenCL reports one as OUT_OF_RESOURCES): a new worker next
+            self._stop(kill=True)
         raise _error_class(kind)(text)
 
     def _call(self, *message):
@@ -203,6 +210,8 @@ def _serve(conn: Connection) -> None:
             reply = ("error", "OutOfMemory", f"host memory ran out: {err}")
         except Exception as err:  # noqa: BLE001 - every failure goes back as a reply
             kind = type(err).__name__
+            if type(err).__module__.split(".")[0] in ("cupy", "cupy_backends", "pyopencl"):
+                kind, err = "LaunchError", f"the device failed: {kind}: {err}"
             text = str(err) if kind in _ERRORS or isinstance(err, KernelcastError) \
                 else f"{kind}: {err}"
             reply = ("error", kind if kind in _ERRORS else "KernelcastError", text)
