@@ -24,6 +24,7 @@ from kernelcast.measure.store import (
 COMMITTED_STORES = sorted((Path(__file__).resolve().parent.parent / "data").glob("*/*.sqlite"))
 FAILED = [s for s in STATUSES if s not in ("ok", "unstable")]
 NEW_IN_2 = ["size_out_of_range", "failed"]
+NEW_IN_3 = ["crashed"]
 
 IDENTITY = {"backend": "opencl", "device": "Test Device", "driver": "1.0"}
 
@@ -50,8 +51,8 @@ def _raw(store):
 
 
 def test_a_new_store_records_schema_version_and_identity(store):
-    assert SCHEMA_VERSION == 2
-    assert store.meta["schema_version"] == "2" and store.schema_version == 2
+    assert SCHEMA_VERSION == 3
+    assert store.meta["schema_version"] == "3" and store.schema_version == 3
     assert store.statuses == STATUSES
     assert store.identity == IDENTITY
     meta = dict(_raw(store).execute("SELECT name, value FROM meta").fetchall())
@@ -69,6 +70,7 @@ def test_add_fills_identity_and_time_and_round_trips_json(store):
     assert got["params"] == {"n": 1024, "m": 8}
     assert got["times_s"] == [3e-5, 1e-5, 1.1e-5, 1.2e-5]
     assert got["spreads"] == [0.1]
+    assert got["damage"] is None and len(got["checksum"]) == 64
     assert store.get("k1") == got
     assert store.get("nothere") is None
     assert store.keys() == {"k1"}
@@ -89,11 +91,10 @@ def test_rows_are_append_only(store, statement):
     assert store.rows() == before
 
 
-def test_a_duplicate_key_is_refused(store):
-    store.add(_row("k1"))
-    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
-        store.add(_row("k1", min_s=5.0))
-    assert len(store.rows()) == 1
+def test_a_duplicate_key_is_not_stored_twice_and_counts_as_stored(store):
+    assert store.add(_row("k1")) == 1
+    assert store.add(_row("k1", min_s=5.0)) is None  # as when another process stored it
+    assert len(store.rows()) == 1 and store.added == 1
     assert store.get("k1")["min_s"] == 1e-5
 
 
@@ -108,14 +109,14 @@ def test_every_status_is_accepted(store):
 
 def test_an_invalid_status_is_refused_by_python_and_by_sqlite(store):
     with pytest.raises(ValueError, match="status must be one of"):
-        store.add(_row(status="crashed"))
+        store.add(_row(status="hung"))
     with pytest.raises(ValueError, match="status must be one of"):
         store.add({k: v for k, v in _row().items() if k != "status"})
     raw = _raw(store)
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         raw.execute("INSERT INTO measurements (key, recorded_at, case_name, params, backend, "
-                    "device, driver, kernelcast_version, status) VALUES "
-                    "('x', 't', 'c', '{}', 'b', 'd', 'r', 'v', 'crashed')")
+                    "device, driver, kernelcast_version, status, checksum) VALUES "
+                    "('x', 't', 'c', '{}', 'b', 'd', 'r', 'v', 'hung', 'sum')")
     raw.close()
     assert store.rows() == []
 
@@ -204,10 +205,10 @@ def test_other_schema_versions_and_files_are_refused(tmp_path):
     path = tmp_path / "s.sqlite"
     Store(path, IDENTITY).close()
     raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
+    raw.execute("UPDATE meta SET value = '4' WHERE name = 'schema_version'")
     raw.close()
-    with pytest.raises(StoreMismatchError, match="schema version 3; this kernelcast reads "
-                       "versions 1 and 2"):
+    with pytest.raises(StoreMismatchError, match="schema version 4; this kernelcast reads "
+                       "versions 1, 2 and 3"):
         Store(path)
     foreign = tmp_path / "foreign.sqlite"
     raw = sqlite3.connect(foreign, isolation_level=None)
@@ -267,16 +268,17 @@ def test_read_measurements_of_an_empty_store(tmp_path):
     assert isinstance(frame, pd.DataFrame) and len(frame) == 0
 
 
-# {{{ schema versions: the statuses of version 2, stores of version 1
+# {{{ schema versions: the statuses of versions 2 and 3, stores of versions 1 and 2
 
 def test_the_statuses_of_each_schema_version():
     assert SCHEMA_STATUSES[1] == ("ok", "unstable", "compile_error", "launch_error",
                                   "out_of_memory", "wrong_answer")
-    assert SCHEMA_STATUSES[2] == STATUSES == (*SCHEMA_STATUSES[1], *NEW_IN_2)
-    assert set(SCHEMA_STATUSES) == {1, SCHEMA_VERSION}
+    assert SCHEMA_STATUSES[2] == (*SCHEMA_STATUSES[1], *NEW_IN_2)
+    assert SCHEMA_STATUSES[3] == STATUSES == (*SCHEMA_STATUSES[2], *NEW_IN_3)
+    assert set(SCHEMA_STATUSES) == {1, 2, SCHEMA_VERSION}
 
 
-@pytest.mark.parametrize("status", NEW_IN_2)
+@pytest.mark.parametrize("status", NEW_IN_2 + NEW_IN_3)
 def test_a_new_store_records_the_new_statuses_without_a_time(store, status):
     store.add(_row("k1", status, message="why"))
     assert store.get("k1")["status"] == status and store.get("k1")["min_s"] is None
@@ -314,6 +316,8 @@ def test_a_committed_schema_1_store_opens_and_reads_as_it_is(committed, tmp_path
         assert s.schema_version == 1 and s.statuses == SCHEMA_STATUSES[1]
         rows = s.rows()
         assert s.get(rows[0]["key"]) == rows[0] and len(s.keys()) == len(rows)
+        assert s.damaged() == []
+    assert [r.pop("damage") for r in rows] == [None] * len(rows)
     assert rows == _raw_rows(copy) and len(rows) > 100
     assert {r["status"] for r in rows} <= set(SCHEMA_STATUSES[1])
     assert len(read_measurements(copy)) == len(rows)
@@ -327,11 +331,12 @@ def test_a_schema_1_store_takes_the_statuses_it_knows(schema1_store, tmp_path):
         for i, status in enumerate(SCHEMA_STATUSES[1]):
             s.add(_row(f"k{i}", status))
         assert [r["status"] for r in s.rows()] == list(SCHEMA_STATUSES[1])
+        assert s.damaged() == []
     with Store(path) as s:  # still schema 1: nothing was migrated
         assert s.meta["schema_version"] == "1"
 
 
-@pytest.mark.parametrize("status", NEW_IN_2)
+@pytest.mark.parametrize("status", NEW_IN_2 + NEW_IN_3)
 def test_a_schema_1_store_refuses_a_new_status_in_one_line_saying_what_to_do(
         schema1_store, tmp_path, status):
     path = schema1_store(tmp_path / "old.sqlite", IDENTITY)
@@ -340,12 +345,13 @@ def test_a_schema_1_store_refuses_a_new_status_in_one_line_saying_what_to_do(
         before = _sha(path)
         with pytest.raises(StoreMismatchError) as info:
             s.add(_row("k1", status, case_name="scale/n=4294967296", message="why"))
-        assert s.rows() == _raw_rows(path) and len(s.rows()) == 1
+        assert [{**r, "damage": None} for r in _raw_rows(path)] == s.rows()
+        assert len(s.rows()) == 1
     assert _sha(path) == before  # nothing written, nothing migrated
     assert str(info.value) == (
         f"{path} has schema version 1, which cannot record the status {status!r} "
         "(scale/n=4294967296); measure into a new store (another --db), which is created "
-        "with schema version 2")
+        "with schema version 3")
     assert isinstance(info.value, UsageError)
 
 # }}}

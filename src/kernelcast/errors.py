@@ -87,3 +87,8 @@ class SolverWarning(KernelcastWarning):
 
 class HardwareGuessWarning(KernelcastWarning):
     """A hardware parameter is a guess, not a measurement or a device report."""
+
+
+class DamagedRowsWarning(KernelcastWarning):
+    """Rows of a measurement store failed their checks (checksum, times, JSON) and were
+    left out; the message says how many and names the first cases."""

@@ -9,12 +9,13 @@ Public names: TIMED, Dataset, PropertyCache, case_from_row, load_dataset, timing
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import DamagedRowsWarning, KernelcastError
 from kernelcast.properties import Properties, extract_properties
 from kernelcast.suites.suite import Case
 
@@ -98,9 +99,18 @@ class Dataset:
 def load_dataset(store, suites: str | tuple[str, ...], *, suite: str | None = None,
                  cache: PropertyCache | None = None, statuses=TIMED) -> Dataset:
     """The timed rows of *suites* (a name or names) in *store* (an open Store). *suite*
-    names the measurement suite a fit is named after (default: the first of *suites*)."""
+    names the measurement suite a fit is named after (default: the first of *suites*).
+    Damaged rows are left out with a DamagedRowsWarning."""
     suites = (suites,) if isinstance(suites, str) else tuple(suites)
-    rows = [r for r in store.rows() if r["suite"] in suites and r["status"] in statuses]
+    rows = store.rows()
+    damaged = [r for r in rows if r.get("damage")]
+    if damaged:  # never fitted to: Store.damaged() says why each is
+        names = ", ".join(str(r["case_name"]) for r in damaged[:3])
+        warnings.warn(DamagedRowsWarning(
+            f"{len(damaged)} damaged row{'s' * (len(damaged) > 1)} of {store.path} left out "
+            f"({names}{', ...' * (len(damaged) > 3)})"), stacklevel=2)
+    rows = [r for r in rows if not r.get("damage") and r["suite"] in suites
+            and r["status"] in statuses]
     if not rows:
         raise KernelcastError(f"the store {store.path} has no timed rows of the "
                               f"{' or '.join(suites)} suite")

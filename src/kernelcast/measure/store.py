@@ -1,45 +1,79 @@
-"""The measurement store: SQLite, append-only, schema-versioned, one commit per measurement.
+"""The measurement store: SQLite, append-only, schema-versioned, one commit per measurement,
+and a store that says so when it is damaged rather than serving wrong data.
 
 A store belongs to one device: its backend, device name and driver are written when it is
 created, and opening it for another device or driver is refused; the device's compute
-units are recorded with them. Rows are never updated or
-deleted (triggers enforce it); each has a unique key — a hash of the case name, generated
-code, build options, parameter values, device, driver and kernelcast version — so a
-campaign that is killed and resumed skips what it finished and duplicates nothing. Every
-row has a status; failed cases have no time, never a sentinel one.
+units are recorded with them. Rows are never updated or deleted (triggers enforce it);
+each has a unique key — a hash of the case name, generated code, build options, parameter
+values, device, driver and kernelcast version — so a campaign that is killed and resumed
+skips what it finished and duplicates nothing. A row whose key another process stored at
+the same moment is not an error: ``add`` returns None and the row counts as already
+stored. Every row has a status; failed cases have no time, never a sentinel one.
 
-Schema versions differ only in the statuses a row may have (a CHECK constraint lists them).
-Version 1 had six: a size too large for its integer argument was recorded as
-``out_of_memory`` and any other error while running as ``launch_error``. Version 2 adds
-``size_out_of_range`` and ``failed`` for those, so that ``out_of_memory`` and
-``launch_error`` mean only what they say. New stores are version 2; version-1 stores (such
-as the committed ones under data/) open, read and resume as before, never rewritten, and
-refuse a row with a status of version 2 with a StoreMismatchError saying to measure into a
-new store: migrating one in place would leave its old rows meaning one thing and its new
-rows another under the same status names.
+Schema versions differ in the statuses a row may have (a CHECK constraint lists them) and
+in checksums. Version 1 had six statuses: a size too large for its integer argument was
+recorded as ``out_of_memory`` and any other error while running as ``launch_error``.
+Version 2 adds ``size_out_of_range`` and ``failed`` for those. Version 3 adds ``crashed``
+(the process measuring the case died; the message has the signal) and a ``checksum``
+column: the sha256 of the row's other columns (all but ``id``) as stored, as JSON with
+sorted keys. New stores are version 3; stores of versions 1 and 2 (such as the committed
+ones under data/) open, read and resume as before, never rewritten, and refuse a row with
+a status they do not know with a StoreMismatchError saying to measure into a new store:
+migrating one in place would leave its old rows meaning one thing and its new rows
+another under the same status names.
+
+Every row read is checked: its checksum (version 3), that min_s and median_s are the
+minimum and median of its runs after the dropped ones (as protocol.py computes them), that
+its JSON columns parse, its text is UTF-8 and its status is one of its schema's. A row that
+fails is returned with ``damage`` saying why (None on good rows); ``damaged()`` lists
+them and fitting leaves them out.
+
+A new store is built completely in a temporary file next to its path
+(``.NAME.PID-TOKEN.HOST.creating``) and hard-linked into place, which never overwrites:
+a killed creator leaves no half-made store, and of processes creating one store at once
+one wins and the others open its store. Temporary files of dead processes of this host
+are removed whenever a store in their directory is opened for writing. Where the file system has no hard links, the
+temporary file is renamed into place under a lock on ``.NAME.lock``, which stays. A
+0-byte file at the path (left by older kernelcast) is replaced.
+
+A failure of SQLite or the file system becomes one line, a StoreError (damaged, read-only,
+full disk: exit status 1) or a UsageError (a path that cannot be a store: exit status 2),
+naming the path and, for writes, how many rows this process stored there (``rows_added``).
 
 Public names: SCHEMA_VERSION, STATUSES, SCHEMA_STATUSES, Store, StoreMismatchError,
-measurement_key, read_measurements.
+measurement_key, read_measurements, rows_added.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
+import fcntl
 import hashlib
 import json
+import os
+import re
+import secrets
+import socket
 import sqlite3
+import stat
+import statistics
 from pathlib import Path
+from urllib.parse import quote
 
-from kernelcast.errors import MissingDependencyError, UsageError
+from kernelcast.errors import MissingDependencyError, StoreError, UsageError
 
-SCHEMA_VERSION = 2  # of the stores this kernelcast creates
+SCHEMA_VERSION = 3  # of the stores this kernelcast creates
 STATUSES = ("ok", "unstable", "compile_error", "launch_error", "out_of_memory",
-            "wrong_answer", "size_out_of_range", "failed")
-SCHEMA_STATUSES = {1: STATUSES[:6], 2: STATUSES}  # the statuses each schema version allows
+            "wrong_answer", "size_out_of_range", "failed", "crashed")
+SCHEMA_STATUSES = {1: STATUSES[:6], 2: STATUSES[:8], 3: STATUSES}  # what each version allows
 IDENTITY = ("backend", "device", "driver")
 
 
-def _schema(statuses) -> str:
+def _schema(version: int) -> str:
+    statuses = ", ".join(repr(s) for s in SCHEMA_STATUSES[version])
+    checksum = "\n    checksum TEXT NOT NULL," if version >= 3 else ""
     return f"""
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE kernels (code_sha256 TEXT PRIMARY KEY, target TEXT NOT NULL, code TEXT NOT NULL);
@@ -62,7 +96,7 @@ CREATE TABLE measurements (
     kernelcast_version TEXT NOT NULL,
     code_sha256 TEXT,
     build_options TEXT,
-    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in statuses)})),
+    status TEXT NOT NULL CHECK (status IN ({statuses})),
     min_s REAL,
     median_s REAL,
     times_s TEXT,
@@ -70,7 +104,7 @@ CREATE TABLE measurements (
     attempts INTEGER,
     spreads TEXT,
     max_rel_error REAL,
-    message TEXT,
+    message TEXT,{checksum}
     CHECK ((status IN ('ok', 'unstable')) = (min_s IS NOT NULL))
 );
 CREATE TRIGGER measurements_append_only_update BEFORE UPDATE ON measurements
@@ -81,6 +115,13 @@ BEGIN SELECT RAISE(ABORT, 'the measurement store is append-only'); END;
 
 
 _JSON_COLUMNS = ("group_size", "params", "times_s", "spreads")
+_REAL_COLUMNS = ("min_s", "median_s", "max_rel_error")
+_INTEGER_COLUMNS = ("p", "t", "dropped", "attempts")
+_NOT_CHECKSUMMED = ("id", "checksum")
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
+_HOST = socket.gethostname()
+_TEMPORARY = re.compile(r"^\..+?\.(?P<pid>\d+)-[0-9a-f]{8}\.(?P<host>.+)\.creating$")
+_ADDED: dict[str, int] = {}  # rows this process added, by resolved store path
 
 
 class StoreMismatchError(UsageError):
@@ -97,37 +138,100 @@ def measurement_key(case_name: str, code_sha256: str | None, build_options: str,
     return hashlib.sha256(material.encode()).hexdigest()
 
 
+def rows_added(path) -> int:
+    """How many rows this process has added to the store at *path* (by any Store)."""
+    return _ADDED.get(os.path.realpath(path), 0)
+
+
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+class _BadText(str):
+    """Text read from the store that was not UTF-8 (decoded with replacement characters)."""
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return _BadText(data.decode(errors="replace"))
+
+
+def _stored(column: str, value):
+    """*value* as SQLite gives it back from *column* (what the checksum is taken of)."""
+    if value is None:
+        return None
+    if column in _JSON_COLUMNS:
+        return json.dumps(value)
+    if column in _REAL_COLUMNS:
+        return float(value)
+    if column in _INTEGER_COLUMNS:
+        return int(value) if isinstance(value, (bool, float)) and value == int(value) else value
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+def _checksum(row: dict) -> str:
+    body = {k: v for k, v in row.items() if k not in _NOT_CHECKSUMMED}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _timing_damage(row: dict) -> str | None:
+    """Why min_s and median_s are not the minimum and median of the row's runs after the
+    dropped ones (how protocol.py computes them), or None."""
+    if row["min_s"] is None and row["median_s"] is None:
+        return None
+    times, drop = row["times_s"], row["dropped"]
+    try:
+        if not isinstance(times, list) or not isinstance(drop, int):
+            raise TypeError
+        kept = times[drop:]
+        low, mid = min(kept), statistics.median(kept)
+    except (TypeError, ValueError):
+        return "it has a time but not the runs it came from"
+    if row["min_s"] != low:
+        return f"min_s {row['min_s']!r} is not the minimum of its runs ({low!r})"
+    if row["median_s"] != mid:
+        return f"median_s {row['median_s']!r} is not the median of its runs ({mid!r})"
+    return None
 
 
 class Store:
     """An open measurement store. *identity* (backend, device, driver) is required to
-    create one and, when given, must match an existing one."""
+    create one and, when given, must match an existing one. A missing directory is
+    created only with *create_dirs*. ``added`` counts the rows this object added."""
 
-    def __init__(self, path, identity: dict | None = None):
+    def __init__(self, path, identity: dict | None = None, *, create_dirs: bool = False):
         self.path = Path(path)
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if not exists and identity is None:
-            raise UsageError(f"no measurement store at {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=30)
+        self.added = 0
+        if not self._exists(identity, create_dirs):
+            _create(self.path, identity)
+        if identity is not None:
+            _remove_stale_temporaries(self.path.parent)
+        try:  # mode=rw: never creates a file; read-only where the file is
+            self._conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=rw", uri=True,
+                                         timeout=30)
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open {self.path}: {err}") from None
         try:
+            self._conn.text_factory = _text
             self._conn.row_factory = sqlite3.Row
-            if exists:  # before any other statement: a file that is not SQLite fails here
-                self.meta = self._read_meta()
-            self._conn.execute("PRAGMA synchronous = FULL")
-            if not exists:
-                with self._conn:
-                    self._conn.executescript(_schema(SCHEMA_STATUSES[SCHEMA_VERSION]))
-                    self._conn.executemany(
-                        "INSERT INTO meta VALUES (?, ?)",
-                        [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
-                         *((k, identity[k]) for k in IDENTITY)])
-                self.meta = self._read_meta()
+            self.meta = self._read_meta()  # first: a file that is not SQLite fails here
             self._check(identity)
+            with self._failures(writing=False):
+                self._conn.execute("PRAGMA synchronous = FULL")
+                tables = {r[0] for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                self._columns = [r[1] for r in self._conn.execute(
+                    "PRAGMA table_info(measurements)")]
+            for table in ("measurements", "kernels"):
+                if table not in tables:
+                    raise StoreError(f"{self.path} is damaged: it has no {table} table")
+            if (self.schema_version >= 3) != ("checksum" in self._columns):
+                raise StoreError(f"{self.path} is damaged: its measurements table does not "
+                                 f"have the columns of schema version {self.schema_version}")
             if identity and identity.get("compute_units") and "compute_units" not in self.meta:
-                with self._conn:  # also for stores written before they were recorded
+                with self._failures(writing=True), self._conn:  # also for older stores
                     self._conn.execute("INSERT INTO meta VALUES ('compute_units', ?)",
                                        (str(int(identity["compute_units"])),))
                 self.meta = self._read_meta()
@@ -135,18 +239,54 @@ class Store:
             self._conn.close()
             raise
 
+    def _exists(self, identity, create_dirs) -> bool:
+        """Whether a store is to be opened at the path (else one is to be created);
+        raises for paths that cannot be one."""
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:
+            raise UsageError(f"{self.path}: {_file_on_the_way(self.path)} is a file, not a "
+                             "directory") from None
+        except OSError as err:
+            raise StoreError(f"cannot open {self.path}: {err.strerror}") from None
+        else:
+            if stat.S_ISDIR(info.st_mode):
+                raise UsageError(f"{self.path} is a directory, not a measurement store")
+            if info.st_size:
+                return True
+            if identity is None:
+                raise UsageError(f"{self.path} is empty (0 bytes), not a measurement store")
+            return False  # left by an older kernelcast: replaced
+        if identity is None:
+            raise UsageError(f"no measurement store at {self.path}")
+        parent = self.path.parent
+        if not parent.is_dir():
+            if not create_dirs:
+                raise UsageError(f"directory {parent} does not exist")
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(f"cannot create the directory {parent}: {err.strerror}"
+                                 ) from None
+        return False
+
     def _read_meta(self) -> dict:
         try:
             return dict(self._conn.execute("SELECT name, value FROM meta").fetchall())
         except sqlite3.DatabaseError as err:
-            raise StoreMismatchError(f"{self.path} is not a kernelcast store: {err}") from None
+            if "no such table" in str(err) or "not a database" in str(err):
+                raise StoreMismatchError(f"{self.path} is not a kernelcast store: {err}"
+                                         ) from None
+            raise self._failure(err, writing=False) from None
 
     def _check(self, identity):
         version = self.meta.get("schema_version")
         if version not in {str(v) for v in SCHEMA_STATUSES}:
-            readable = " and ".join(str(v) for v in SCHEMA_STATUSES)
+            *first, last = (str(v) for v in SCHEMA_STATUSES)
             raise StoreMismatchError(f"{self.path} has schema version {version}; this "
-                                     f"kernelcast reads versions {readable}")
+                                     f"kernelcast reads versions {', '.join(first)} and {last}")
         if identity is None:
             return
         theirs = {k: self.meta.get(k) for k in IDENTITY}
@@ -162,6 +302,39 @@ class Store:
             raise StoreMismatchError(
                 f"{self.path} holds measurements of another device: {diff}; "
                 "use another --db for this device")
+
+    def _failure(self, err: Exception, writing: bool) -> StoreError:
+        """*err* (from SQLite or the OS) as one line naming the path."""
+        text = str(err)
+        number = getattr(err, "errno", None)
+        stored = (f"{rows_added(self.path)} rows were stored by this run, nothing was lost; "
+                  "{} and run the same command again to resume")
+        if writing and ("readonly" in text or "unable to open" in text
+                        or number in (errno.EACCES, errno.EPERM, errno.EROFS)):
+            return StoreError(f"cannot write to {self.path} (read-only); "
+                              + stored.format("make it writable"))
+        if "disk is full" in text or number in (errno.ENOSPC, errno.EDQUOT):
+            return StoreError(f"cannot write to {self.path} (the disk is full); "
+                              + stored.format("free some space"))
+        if "malformed" in text or "not a database" in text:
+            return StoreError(f"{self.path} is damaged: {text}")
+        if "locked" in text:
+            return StoreError(f"{self.path} is locked by another process: {text}")
+        return StoreError(f"{self.path}: {text}")
+
+    @contextlib.contextmanager
+    def _failures(self, writing: bool):
+        """Turn SQLite's and the OS's errors into StoreErrors; constraint violations and
+        programming errors stay what they are."""
+        try:
+            yield
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise
+        except (sqlite3.DatabaseError, OSError) as err:
+            if writing:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.rollback()
+            raise self._failure(err, writing) from None
 
     @property
     def identity(self) -> dict:
@@ -192,29 +365,56 @@ class Store:
     def __exit__(self, *exc):
         self.close()
 
+    def _query(self, sql: str, *args) -> list[sqlite3.Row]:
+        with self._failures(writing=False):
+            return self._conn.execute(sql, args).fetchall()
+
     def keys(self) -> set[str]:
-        return {row[0] for row in self._conn.execute("SELECT key FROM measurements")}
+        return {row[0] for row in self._query("SELECT key FROM measurements")}
 
     def get(self, key: str) -> dict | None:
-        row = self._conn.execute("SELECT * FROM measurements WHERE key = ?", (key,)).fetchone()
-        return _decode(row) if row else None
+        rows = self._query("SELECT * FROM measurements WHERE key = ?", key)
+        return self._decode(rows[0]) if rows else None
 
     def rows(self) -> list[dict]:
-        return [_decode(r) for r in self._conn.execute("SELECT * FROM measurements ORDER BY id")]
+        """Every row, in the order they were added, each with ``damage``: None, or why
+        the row cannot be trusted."""
+        return [self._decode(r) for r in self._query("SELECT * FROM measurements ORDER BY id")]
+
+    def damaged(self) -> list[tuple[int, str, str]]:
+        """(id, case name, why) of every damaged row."""
+        return [(r["id"], r["case_name"], r["damage"]) for r in self.rows() if r["damage"]]
+
+    def _decode(self, row: sqlite3.Row) -> dict:
+        result = dict(row)
+        bad = [column for column, value in result.items() if isinstance(value, _BadText)]
+        damage = f"{bad[0]} is not UTF-8 text" if bad else None
+        if not damage and self.schema_version >= 3 and result["checksum"] != _checksum(result):
+            damage = "its checksum does not match its contents"
+        for column in _JSON_COLUMNS:
+            if result.get(column) is not None:
+                try:
+                    result[column] = json.loads(result[column])
+                except ValueError:
+                    damage = damage or f"{column} is not JSON"
+        if not damage and result["status"] not in self.statuses:
+            damage = f"its status {result['status']!r} is not one of schema {self.schema_version}"
+        result["damage"] = damage or _timing_damage(result)
+        return result
 
     def add_code(self, code_sha256: str, target: str, code: str) -> None:
-        with self._conn:
+        with self._failures(writing=True), self._conn:
             self._conn.execute("INSERT OR IGNORE INTO kernels VALUES (?, ?, ?)",
                                (code_sha256, target, code))
 
     def code(self, code_sha256: str) -> str | None:
-        row = self._conn.execute("SELECT code FROM kernels WHERE code_sha256 = ?",
-                                 (code_sha256,)).fetchone()
-        return row[0] if row else None
+        rows = self._query("SELECT code FROM kernels WHERE code_sha256 = ?", code_sha256)
+        return rows[0][0] if rows else None
 
-    def add(self, row: dict) -> int:
-        """Append one measurement and commit it; returns its id. Identity columns and
-        the time of recording are filled in."""
+    def add(self, row: dict) -> int | None:
+        """Append one measurement and commit it; returns its id, or None where a row
+        with its key is stored already (by another process at the same moment, say).
+        Identity columns, the time of recording and the checksum are filled in."""
         status = row.get("status")
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
@@ -223,30 +423,170 @@ class Store:
                 f"{self.path} has schema version {self.schema_version}, which cannot record "
                 f"the status {status!r} ({row.get('case_name')}); measure into a new store "
                 f"(another --db), which is created with schema version {SCHEMA_VERSION}")
-        values = {**row, **self.identity, "recorded_at": _now()}
-        for column in _JSON_COLUMNS:
-            if values.get(column) is not None:
-                values[column] = json.dumps(values[column])
-        columns = ", ".join(values)
-        marks = ", ".join("?" for _ in values)
-        with self._conn:
-            cursor = self._conn.execute(
-                f"INSERT INTO measurements ({columns}) VALUES ({marks})",  # noqa: S608
-                list(values.values()))
+        unknown = set(row) - set(self._columns) - set(_NOT_CHECKSUMMED)
+        if unknown:
+            raise ValueError(f"a measurement has no column {', '.join(sorted(unknown))}")
+        given = {**row, **self.identity, "recorded_at": _now()}
+        values = {c: _stored(c, given.get(c)) for c in self._columns
+                  if c not in _NOT_CHECKSUMMED}
+        if "checksum" in self._columns:
+            values["checksum"] = _checksum(values)
+        columns, marks = ", ".join(values), ", ".join("?" for _ in values)
+        try:
+            with self._failures(writing=True), self._conn:
+                cursor = self._conn.execute(
+                    f"INSERT INTO measurements ({columns}) VALUES ({marks})",
+                    list(values.values()))
+                stored = self._conn.execute("SELECT * FROM measurements WHERE id = ?",
+                                            (cursor.lastrowid,)).fetchone()
+                damage = self._decode(stored)["damage"]
+                if damage:  # rolled back: a row that would read back as damaged
+                    raise ValueError(f"the measurement of {row.get('case_name')} is not "
+                                     f"consistent: {damage}")
+        except sqlite3.IntegrityError as err:
+            if "UNIQUE" in str(err) and "measurements.key" in str(err):
+                return None
+            raise
+        self.added += 1
+        real = os.path.realpath(self.path)
+        _ADDED[real] = _ADDED.get(real, 0) + 1
         return cursor.lastrowid
 
 
-def _decode(row: sqlite3.Row) -> dict:
-    result = dict(row)
-    for column in _JSON_COLUMNS:
-        if result.get(column) is not None:
-            result[column] = json.loads(result[column])
-    return result
+def _file_on_the_way(path: Path) -> Path:
+    """The first ancestor of *path* that is a file rather than a directory."""
+    for ancestor in reversed(path.parents):
+        if ancestor.exists() and not ancestor.is_dir():
+            return ancestor
+    return path.parent
+
+
+# {{{ creation: complete in a temporary file, then linked into place
+
+def _create(path: Path, identity: dict) -> None:
+    """A complete store of schema version SCHEMA_VERSION at *path*, unless another
+    process put a store there first (then it is left as it is, to be opened)."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{_HOST}"
+                          ".creating")
+    try:
+        try:
+            os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            conn = sqlite3.connect(temp)
+            try:
+                conn.execute("PRAGMA journal_mode = MEMORY")  # a private file, synced below
+                conn.executescript(_schema(SCHEMA_VERSION))
+                with conn:
+                    conn.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
+                         *((k, identity[k]) for k in IDENTITY)])
+            finally:
+                conn.close()
+            _fsync(temp)
+            _link(temp, path)
+            _fsync(path.parent)
+        except (sqlite3.Error, OSError) as err:
+            number = getattr(err, "errno", None)
+            if number in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in str(err):
+                why = f"{path.parent} is read-only"
+            elif number in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in str(err):
+                why = "the disk is full"
+            else:
+                why = getattr(err, "strerror", None) or str(err)
+            raise StoreError(f"cannot create {path}: {why}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _link(temp: Path, path: Path) -> None:
+    for _ in range(100):
+        try:
+            os.link(temp, path)  # never overwrites
+            return
+        except FileExistsError:
+            if not _remove_if_empty(path):
+                return  # another process's store (or another file): opened as it is
+        except OSError as err:
+            if err.errno not in _NO_HARD_LINKS:
+                raise
+            _replace_under_lock(temp, path)
+            return
+    raise StoreError(f"cannot create {path}: something keeps putting empty files there")
+
+
+def _remove_if_empty(path: Path) -> bool:
+    """Remove *path* if it is a 0-byte file (left by an older kernelcast); whether to
+    try linking again. Under an exclusive lock of the file, so that of processes doing
+    this at once only one removes it, and none removes what replaced it."""
+    try:
+        if os.stat(path).st_size:
+            return False
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held = os.fstat(fd)
+        if held.st_size:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            now = os.stat(path)
+            if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                os.unlink(path)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _replace_under_lock(temp: Path, path: Path) -> None:
+    """Where hard links are not supported: rename *temp* to *path* unless a store is
+    there, under a lock of .NAME.lock (which stays)."""
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_size:
+                return
+        os.replace(temp, path)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files of store creation in *folder* left by dead processes of
+    this host (.NAME.PID-TOKEN.HOST.creating)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            match = _TEMPORARY.match(name)
+            if match and match["host"] == _HOST and not _alive(int(match["pid"])):
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+# }}}
 
 
 def read_measurements(path):
     """The store at *path* as a pandas DataFrame, one row per measurement, with the
-    parameters spread into columns ``param_<name>``."""
+    parameters spread into columns ``param_<name>`` and ``damage`` (None on good rows)."""
     try:
         import pandas as pd
     except ImportError:
