@@ -545,7 +545,7 @@ def test_kernelcast_imports_and_refuses_backends_clearly_without_gpu_libraries()
 
 
 def test_make_backend_on_pocl_is_an_opencl_backend_in_a_worker_by_default(pocl):
-    from kernelcast.measure.worker import IsolatedBackend
+    from kernelcast.measure.backends.isolated import IsolatedBackend
 
     with make_backend("opencl", "portable", isolated=False) as backend:
         assert isinstance(backend, Backend)

@@ -3,7 +3,6 @@ that kills its process is recorded as ``crashed`` and the campaign goes on; one 
 device at a time; sizes refused before anything is stored; the compiler's own log kept with
 a compile error; Ctrl-C and SIGTERM stop cleanly with a resume hint."""
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -16,10 +15,10 @@ import pytest
 from kernelcast.cli import main
 from kernelcast.errors import DeviceBusyError
 from kernelcast.measure.backends import make_backend
+from kernelcast.measure.backends.isolated import IsolatedBackend
 from kernelcast.measure.campaign import Job, run_campaign
 from kernelcast.measure.lock import DeviceLock
 from kernelcast.measure.store import Store
-from kernelcast.measure.worker import IsolatedBackend
 
 FAST = {"runs": 6, "tolerance": 1.0, "progress": None}
 
@@ -296,7 +295,7 @@ def test_a_signal_stops_the_campaign_cleanly_with_a_resume_hint(tmp_path, pocl_d
             time.sleep(0.02)
         assert process.poll() is None, process.stderr.read()[-2000:]
         process.send_signal(sig)
-        out, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
@@ -314,3 +313,18 @@ def test_a_signal_stops_the_campaign_cleanly_with_a_resume_hint(tmp_path, pocl_d
     assert f"{stored} already in" in resumed.stdout
 
 # }}}
+
+
+def test_sizing_probes_are_not_shown_as_already_in_store_on_a_fresh_store(pocl, tmp_path):
+    import io
+
+    from kernelcast.suites.campaign import measure_suite
+    from kernelcast.suites.paper import MEASUREMENT_CPU
+
+    stream = io.StringIO()
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        measure_suite(MEASUREMENT_CPU, pocl, store, classes=["empty"], dtypes=["float32"],
+                      progress=stream, runs=6, tolerance=1.0)
+    lines = stream.getvalue().splitlines()
+    assert "already in store" not in stream.getvalue()
+    assert any(line.endswith("measured above, while choosing sizes") for line in lines)

@@ -30,10 +30,10 @@ def catch_sigterm() -> None:
 def interrupted(error: BaseException) -> tuple[str, int]:
     """The line to print and the exit status after *error* (KeyboardInterrupt or
     Terminated) stopped a command."""
-    from kernelcast.measure import store
+    from kernelcast.measure.store import rows_added_by_path
 
     name, status = ("SIGTERM", 143) if isinstance(error, Terminated) else ("Ctrl-C", 130)
-    stored = {path: n for path, n in store._ADDED.items() if n}  # TODO public accessor
+    stored = {path: n for path, n in rows_added_by_path().items() if n}
     if stored:
         where = ", ".join(f"{n} into {path}" for path, n in stored.items())
         line = (f"stopped by {name}: this run stored {sum(stored.values())} measurements "

@@ -13,7 +13,6 @@ scalar_arguments, host_arguments, argument_bytes, empty_host_array.
 
 from __future__ import annotations
 
-
 import loopy as lp
 import numpy as np
 from pymbolic import evaluate

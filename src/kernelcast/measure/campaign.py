@@ -17,8 +17,8 @@ Failures become rows with a status, and the campaign goes on:
 - ``failed``: any other kernelcast error while preparing or running a case (the message
   names the error);
 - ``crashed``: the process running the case died (the message names the signal): with an
-  isolated backend (kernelcast.measure.worker, what make_backend gives) the campaign goes
-  on with a new worker, and a resumed campaign does not run the case again.
+  isolated backend (kernelcast.measure.backends.isolated, what make_backend gives) the
+  campaign goes on with a new worker, and a resumed campaign does not run the case again.
 
 Compile errors keep the compiler's own log in the message.
 
@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernelcast.version import __version__
 from kernelcast.errors import KernelcastError
 from kernelcast.measure import protocol
 from kernelcast.measure.arrays import (
@@ -51,11 +50,17 @@ from kernelcast.measure.arrays import (
     scalar_arguments,
     typed_kernel,
 )
-from kernelcast.measure.backends import CompileError, LaunchError, OutOfMemory, check_fits
+from kernelcast.measure.backends import (
+    CompileError,
+    LaunchError,
+    OutOfMemory,
+    check_fits,
+)
+from kernelcast.measure.backends.isolated import WorkerCrashed
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store, measurement_key
 from kernelcast.measure.verify import TOLERANCE, check_compiled
-from kernelcast.measure.worker import WorkerCrashed
+from kernelcast.version import __version__
 
 
 class _Stderr:
@@ -107,8 +112,10 @@ class CampaignResult:
 
 
 def _format_seconds(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+    s = round(s)
+    if s >= 3600:
+        return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+    return f"{s // 60}:{s % 60:02d}"
 
 
 class _Progress:

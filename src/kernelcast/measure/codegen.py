@@ -20,7 +20,6 @@ from loopy.kernel.function_interface import ScalarCallable
 from loopy.symbolic import IdentityMapper
 from loopy.target.cuda import CUDACASTBuilder, CudaTarget
 from loopy.types import NumpyType
-from pymbolic import evaluate
 
 from kernelcast.errors import UnsupportedKernelError
 from kernelcast.measure.launch import GeneratedKernel, KernelArgument

@@ -1,9 +1,8 @@
 """What one launch of a generated kernel needs, without Loopy: the device code, its
 arguments, its launch geometry and the arrays it runs on.
 
-These are the objects a measuring worker process (kernelcast.measure.worker) receives, so
-this module imports neither Loopy nor a GPU library: the worker starts in a fraction of a
-second.
+These are the objects a measuring worker process (kernelcast.measure.backends.isolated)
+receives, so this module imports neither Loopy nor a GPU library.
 
 Public names: KernelArgument, GeneratedKernel, ArraySpec.
 """

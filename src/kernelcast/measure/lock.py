@@ -42,6 +42,15 @@ def _path(device_name: str) -> Path:
     return lock_dir() / f"{slug}.lock"
 
 
+def _command() -> str:
+    """This process's command line, shortened: ``kernelcast measure --suite …``."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if program in ("__main__.py", "kernelcast"):
+        program = "kernelcast"
+    words = " ".join([program, *sys.argv[1:]])
+    return words if len(words) <= 80 else words[:79] + "…"
+
+
 def _holder(path: Path) -> str:
     try:
         info = json.loads(path.read_text())
@@ -86,7 +95,7 @@ class DeviceLock:
         handle.truncate()
         handle.write(json.dumps({
             "pid": os.getpid(),
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200],
+            "command": _command(),
             "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
         handle.flush()
         _held[key] = [handle, 1]

@@ -41,7 +41,7 @@ full disk: exit status 1) or a UsageError (a path that cannot be a store: exit s
 naming the path and, for writes, how many rows this process stored there (``rows_added``).
 
 Public names: SCHEMA_VERSION, STATUSES, SCHEMA_STATUSES, Store, StoreMismatchError,
-measurement_key, read_measurements, rows_added.
+measurement_key, read_measurements, rows_added, rows_added_by_path.
 """
 
 from __future__ import annotations
@@ -141,6 +141,11 @@ def measurement_key(case_name: str, code_sha256: str | None, build_options: str,
 def rows_added(path) -> int:
     """How many rows this process has added to the store at *path* (by any Store)."""
     return _ADDED.get(os.path.realpath(path), 0)
+
+
+def rows_added_by_path() -> dict[str, int]:
+    """How many rows this process has added to each store, by resolved path."""
+    return dict(_ADDED)
 
 
 def _now() -> str:

@@ -25,7 +25,7 @@ from kernelcast.suites.suite import Suite, choose_p
 
 def _min_time(store, key) -> float | None:
     row = store.get(key)
-    return row["min_s"] if row and row["min_s"] is not None else None
+    return row["min_s"] if row and row["min_s"] is not None and not row["damage"] else None
 
 
 def launch_overhead(backend, store, measured=None, **options) -> float:

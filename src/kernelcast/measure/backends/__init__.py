@@ -34,14 +34,14 @@ def make_backend(backend: str = "opencl", device: str | None = None,
                  build_options: str = "", *, isolated: bool = True, wait: float = 0.0):
     """A backend on the device whose name contains *device* (the best one if None),
     holding the device's lock (waiting up to *wait* seconds for it) until closed; in a
-    worker process (kernelcast.measure.worker) unless *isolated* is False."""
+    worker process (kernelcast.measure.backends.isolated) unless *isolated* is False."""
     from kernelcast.measure.lock import DeviceLock
 
     info = find_device(device, backend)
     lock = DeviceLock(info.name, wait)
     try:
         if isolated:
-            from kernelcast.measure.worker import IsolatedBackend
+            from kernelcast.measure.backends.isolated import IsolatedBackend
 
             return IsolatedBackend(backend, info, build_options, lock)
         made = (CudaBackend if backend == "cuda" else OpenCLBackend)(info, build_options)

@@ -10,8 +10,8 @@ LaunchError, which a campaign records as the statuses compile_error, out_of_memo
 launch_error.
 
 A campaign uses only compile, run_once and time_case, so a backend can equally run in this
-process or in a worker process (kernelcast.measure.worker) that may crash without taking
-the campaign with it. A backend may hold its device's lock (kernelcast.measure.lock) until
+process or in a worker process (kernelcast.measure.backends.isolated) that may crash
+without taking the campaign with it. A backend may hold its device's lock (kernelcast.measure.lock) until
 closed.
 
 Public names: Backend, CompileError, OutOfMemory, LaunchError, check_fits, host_view,
@@ -30,8 +30,8 @@ import numpy as np
 
 from kernelcast.errors import KernelcastError
 from kernelcast.measure import protocol
-from kernelcast.measure.launch import ArraySpec
 from kernelcast.measure.devices import DeviceInfo
+from kernelcast.measure.launch import ArraySpec
 
 
 class CompileError(KernelcastError):

@@ -14,11 +14,11 @@ from kernelcast.errors import MissingDependencyError
 from kernelcast.measure.backends.base import (
     Backend,
     CompileError,
-    captured_stderr,
-    compiler_log,
     LaunchError,
     OutOfMemory,
+    captured_stderr,
     check_fits,
+    compiler_log,
     host_view,
 )
 from kernelcast.measure.devices import DeviceInfo

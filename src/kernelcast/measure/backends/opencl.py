@@ -14,11 +14,11 @@ from kernelcast.errors import MissingDependencyError
 from kernelcast.measure.backends.base import (
     Backend,
     CompileError,
-    captured_stderr,
-    compiler_log,
     LaunchError,
     OutOfMemory,
+    captured_stderr,
     check_fits,
+    compiler_log,
     host_view,
 )
 from kernelcast.measure.devices import DeviceInfo
@@ -59,7 +59,7 @@ class OpenCLBackend(Backend):
     def allocate(self, specs, scalars, seed=0):
         cl = self._cl
         import pyopencl.array as cla
-        import pyopencl.clrandom as clrandom
+        from pyopencl import clrandom
 
         check_fits(self.device, specs)
         generator = clrandom.PhiloxGenerator(self.context, seed=seed)

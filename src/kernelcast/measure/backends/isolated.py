@@ -4,8 +4,8 @@ campaign with it.
 An out-of-bounds kernel on PoCL (which runs kernels in the calling process) or a process
 memory limit ends the process with a signal: in-process, the campaign died with no row and
 no word, and resuming crashed again on the same case. IsolatedBackend sends each compile,
-check run and timing to a worker process (``python -m kernelcast.measure.worker``) over a
-socket; when the worker dies, the call raises WorkerCrashed naming the signal (the campaign
+check run and timing to a worker process (``python -m kernelcast.measure.backends.isolated``)
+over a socket; when the worker dies, the call raises WorkerCrashed naming the signal (the campaign
 records the case as ``crashed`` and goes on) and the next call starts a new worker. A GPU
 context that a launch error may have poisoned (an illegal address on CUDA makes every later
 call fail) is rebuilt the same way: the worker is replaced after any failure but a compile
@@ -42,7 +42,7 @@ class WorkerCrashed(KernelcastError):
 
 def _error_class(name: str):
     import kernelcast.errors as errors
-    from kernelcast.measure.backends import base
+    import kernelcast.measure.backends.base as base
 
     return getattr(base, name, None) or getattr(errors, name, KernelcastError)
 
@@ -78,13 +78,13 @@ class IsolatedBackend:
 
     def _start(self):
         ours, theirs = socket.socketpair()
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, env.get("PYTHONPATH")) if p)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "kernelcast.measure.worker", str(theirs.fileno())],
+                [sys.executable, "-m", __name__, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2, env=env)
         finally:
             theirs.close()
@@ -172,7 +172,8 @@ class IsolatedBackend:
 # {{{ the worker process
 
 def _serve(conn: Connection) -> None:
-    from kernelcast.measure.backends import CudaBackend, OpenCLBackend
+    from kernelcast.measure.backends.cuda import CudaBackend
+    from kernelcast.measure.backends.opencl import OpenCLBackend
 
     backend, compiled = None, {}
 
