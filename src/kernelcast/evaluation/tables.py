@@ -35,13 +35,13 @@ def _details(model, dataset, i) -> dict:
 
 
 def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per case: its information and measured time, then each model's predicted
-    seconds (``<model>``) and relative error (``<model> error``). *tables* maps model
-    names to their Table 1 on the same dataset."""
+    """One row per case: its information, status and measured time, then each model's
+    predicted seconds (``<model>``) and relative error (``<model> error``). *tables* maps
+    model names to their Table 1 on the same dataset."""
     names = list(tables)
     first = tables[names[0]]
     keep = [c for c in ("case_name", "suite", "kernel_class", "variant", "dtype", "params",
-                        "measured_s") if c in first]
+                        "status", "measured_s") if c in first]
     result = first[keep].copy()
     for name in names:
         table = tables[name].set_index("case_name").loc[result.case_name]
@@ -52,6 +52,9 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def side_by_side_summary(tables: dict[str, pd.DataFrame], by: str = "kernel_class"
                          ) -> pd.DataFrame:
-    """Geometric-mean relative error per group (and overall), one column per model."""
-    return pd.DataFrame({name: summarize(table, by).geomean_rel_error
-                         for name, table in tables.items()})
+    """Geometric-mean relative error per group, then overall, one column per model (NaN
+    where a model's table has no such group, as in cross-validations over different
+    suites)."""
+    frame = pd.DataFrame({name: summarize(table, by).geomean_rel_error
+                          for name, table in tables.items()})
+    return frame.loc[[*(g for g in frame.index if g != "overall"), "overall"]]
