@@ -63,6 +63,10 @@ def measure(args) -> int:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
     print(f"done: {result.measured} measured ({counts or 'none'}), "
           f"{result.skipped} already in {args.db}")
+    from kernelcast.report import STATUS_MEANINGS
+
+    for status in sorted(set(result.statuses) - {"ok"}):  # what each other status means
+        print(f"  {status}: {STATUS_MEANINGS[status]}", file=sys.stderr)
     timed = sum(result.statuses.get(s, 0) for s in ("ok", "unstable"))
     if result.measured and not timed:
         print(f"kernelcast: error: no case could be timed ({counts}); the messages are in "
