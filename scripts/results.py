@@ -1106,6 +1106,59 @@ def section_speed() -> list[str]:
     return out
 
 
+def section_reliability() -> list[str]:
+    path = DATA / "reliability.json"
+    out = ["## Reliability", ""]
+    if not path.exists():
+        return out + [missing(path) + " Run `.venv/bin/python benchmarks/reliability.py` "
+                      "to write it."]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        kills, worse = doc["kills"], doc["corruptions"]
+        out += [f"`benchmarks/reliability.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+                f"on {doc['machine']}, {doc['device']}, seed {doc['seed']}, "
+                f"{doc['seconds']:.0f} s. Data: `{rel(path)}` ({file_commit(path)}).", ""]
+        delays = [r["delay_s"] for r in kills["runs"] if r["target"] == "campaign"]
+        out += [f"- **Kills**: {kills['survived']} of {kills['total']} survived — "
+                f"{kills['campaign_kills']} campaigns killed with SIGKILL after "
+                f"{min(delays) * 1e3:.0f} ms to {max(delays):.1f} s, then resumed (the "
+                "store absent or whole after the kill, every case stored exactly once, "
+                "the rows from before the kill unchanged, none damaged), and "
+                f"{kills['worker_kills']} campaigns whose measuring worker was killed "
+                "(the case it ran stored as `crashed`, the campaign went on to the end)."]
+        for kind, what in (("value", "one bit flipped in one stored value of one row"),
+                           ("byte", "one bit flipped in one random byte of the file")):
+            counts = worse[kind]
+            total = sum(counts.values())
+            parts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            out.append(f"- **Corruptions, {what}**: {total} copies of a finished store: "
+                       f"{parts} (detected: the row is reported damaged; refused: the store "
+                       "is refused in one line; harmless: every row reads back as before; "
+                       f"undetected: {counts.get('undetected', 0)}).")
+        conc = doc["concurrency"]
+        refused = conc["second_campaign_refused_naming_the_first"]
+        out.append(f"- **Concurrency**: a second campaign on the device being measured "
+                   f"{'was refused naming the first' if refused else 'was NOT refused'}"
+                   f"; {conc['creators']} processes creating one store at once: "
+                   f"{conc['races_all_created']} of {conc['races']} races all succeeded.")
+        fz = doc.get("fuzz") or {}
+        if "invocations" in fz:
+            outcomes = ", ".join(f"{n} {k}" for k, n in sorted(fz["outcomes"].items()))
+            failures = sum(f["outcome"] == "failure" for f in fz.get("findings", []))
+            out.append(f"- **Fuzz** (`benchmarks/fuzz.py`): {fz['invocations']} malformed "
+                       f"invocations of every verb: {outcomes}; {failures} with a traceback, "
+                       "an exit status other than 0, 1 and 2, or more than one error line; "
+                       f"data/ changed: {'no' if not fz.get('data_changed') else 'YES'}.")
+        else:
+            out.append("- **Fuzz**: not run with this summary.")
+        out += ["", "Exit statuses: 0 success; 1 the job failed; 2 a usage error; 130 and "
+                "143 stopped by Ctrl-C or SIGTERM after saying what was stored "
+                "(docs/cli.md)."]
+    except (KeyError, TypeError, ValueError) as err:
+        out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
+    return out
+
+
 def section_properties_speed() -> list[str]:
     return ["## Property extraction and evaluation speed (historical)", "",
             "`benchmarks/properties_speed.py` prints, per kernel, the first "
@@ -1350,6 +1403,7 @@ def main() -> int:
         section_overlap(results, stores),
         section_calibration(stores),
         section_speed(),
+        section_reliability(),
         section_properties_speed(),
         section_hardware(),
         section_backends(stores),
