@@ -6,6 +6,8 @@ load_dataset, load_profile, save_profile, predict, explain; and the errors and w
 of kernelcast.errors. GPU libraries are imported only when a backend is made.
 """
 
+import os
+
 from kernelcast.errors import (
     AssumedValueWarning,
     DataDependentError,
@@ -16,8 +18,10 @@ from kernelcast.errors import (
     NotALoopyKernelError,
     NotFittedError,
     ParameterError,
+    SequentialKernelWarning,
     UncountedWarning,
     UnsupportedKernelError,
+    UsageError,
 )
 from kernelcast.fitting.dataset import load_dataset
 from kernelcast.models import (
@@ -33,15 +37,26 @@ from kernelcast.properties import PROPERTY_NAMES, UNITS, AccessInfo, Properties,
 from kernelcast.version import __version__
 
 
-def predict(workload, params: dict, model: Model) -> float:
+def _as_model(model) -> Model:
+    """*model* itself, or the model of the profile at the path *model* names."""
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str | os.PathLike):
+        return load_profile(model)
+    raise UsageError(f"model must be a kernelcast Model (fitted, or from load_profile) or "
+                     f"the path of a profile, got {type(model).__module__}."
+                     f"{type(model).__qualname__}")
+
+
+def predict(workload, params: dict, model: Model | str | os.PathLike) -> float:
     """Predicted seconds of *workload* (a Loopy kernel or its Properties) at *params* by
-    *model* (fitted, or loaded with ``load_profile``)."""
-    return model.predict(workload, params)
+    *model*: fitted, loaded with ``load_profile``, or the path of a profile."""
+    return _as_model(model).predict(workload, params)
 
 
-def explain(workload, params: dict, model: Model) -> dict[str, float]:
+def explain(workload, params: dict, model: Model | str | os.PathLike) -> dict[str, float]:
     """Seconds by part of ``predict``, largest first; they sum to the prediction."""
-    return model.explain(workload, params)
+    return _as_model(model).explain(workload, params)
 
 
 __all__ = [
@@ -62,8 +77,10 @@ __all__ = [
     "PaperModel",
     "ParameterError",
     "Properties",
+    "SequentialKernelWarning",
     "UncountedWarning",
     "UnsupportedKernelError",
+    "UsageError",
     "__version__",
     "explain",
     "extract_properties",

@@ -8,7 +8,8 @@ used silently.
 Public names: KernelcastError, UsageError, NotALoopyKernelError, UnsupportedKernelError,
 DtypeNotFixedError, ParameterError, DataDependentError, MissingDependencyError,
 KernelcastWarning, UncountedWarning, AssumedValueWarning, SolverWarning, HardwareGuessWarning,
-NotFittedError, StoreError, DeviceBusyError, KernelFileError, ProfileError.
+NotFittedError, StoreError, DeviceBusyError, KernelFileError, ProfileError,
+SequentialKernelWarning.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ class SolverWarning(KernelcastWarning):
 
 class HardwareGuessWarning(KernelcastWarning):
     """A hardware parameter is a guess, not a measurement or a device report."""
+
+
+class SequentialKernelWarning(KernelcastWarning):
+    """A kernel has no parallel launch tags (no g.N or l.N iname): it runs as a single
+    work-item, as when ``split_iname`` was forgotten; the message names the loops that
+    could be tagged."""
 
 
 class DamagedRowsWarning(KernelcastWarning):

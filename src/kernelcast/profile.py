@@ -5,23 +5,33 @@ A profile holds the model's name and parameters, what its fit produced
 Hong–Kim), the device, driver and backend it describes, the suite and store it was fitted
 from (the store's path relative to the profile), fit diagnostics with every solver's
 outcome, kernelcast's version and the time it was written. ``save_profile`` writes one;
-``load_profile`` validates it and returns the fitted model, naming what is wrong.
+``load_profile`` validates it, every field's type included, and returns the fitted model;
+whatever is wrong with the file (missing, a directory, unreadable, binary, not JSON, a
+measurement store, a field of the wrong type) is a ProfileError that names the file and
+the problem. ``check_profile_path`` refuses, before a calibration measures anything, a
+path where no profile could be written (a directory, a measurement store, a file that is
+not a profile, a folder that cannot be written).
 
 Format 1 (kernelcast 0.1 before the model interface: the paper's model, or the extended
 model under the name "kernelcast") still loads.
 
-Public names: PROFILE_FORMAT, save_profile, load_profile, profile_document.
+Public names: PROFILE_FORMAT, save_profile, load_profile, profile_document,
+check_profile_path.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import math
 import os
+import stat
+import tempfile
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, ProfileError, UsageError
+from kernelcast.frontends.files import SQLITE_MAGIC, describe_os_error, read_json_file
 from kernelcast.models import model_class
 from kernelcast.version import __version__
 
@@ -51,59 +61,301 @@ def profile_document(model, store: str | None = None) -> dict:
     }
 
 
+def _write_error(path: Path, err: OSError) -> KernelcastError:
+    """A failed write: the path's fault (exit 2) or the machine's (a full disk, exit 1)."""
+    message = f"cannot write the profile {path}: {describe_os_error(err)}"
+    if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS):
+        return KernelcastError(message)
+    return ProfileError(message)
+
+
+def _existing_profile_problem(path: Path) -> str | None:
+    """Why the existing file at *path* must not be overwritten with a profile, if so."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError as err:
+        return f"cannot read it: {describe_os_error(err)}"
+    if head.startswith(SQLITE_MAGIC):
+        return "a measurement store, not a profile; did you mean --db?"
+    if not head.strip():
+        return None
+    try:
+        doc = json.loads(head.decode("utf-8"))
+    except (ValueError, RecursionError):  # also UnicodeDecodeError
+        doc = None
+    if not (isinstance(doc, dict) and "model" in doc and "format" in doc):
+        return "not a kernelcast profile; refusing to overwrite it"
+    return None
+
+
+def check_profile_path(path) -> Path:
+    """*path* as a Path, where a profile can be written; else a ProfileError saying why
+    (a directory, a measurement store or another file that is not a profile, a name too
+    long, a folder that is a file or cannot be written). Nothing is created."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"a profile is written to a path, got {type(path).__name__}")
+    path = Path(path)
+    if not str(path) or path.name in ("", ".", ".."):
+        raise ProfileError(f"{str(path) or '(empty)'!r} is not a file name for a profile")
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except ValueError as err:  # an embedded NUL character
+        raise ProfileError(f"{path!r}: not a file name: {err}") from None
+    except OSError as err:
+        raise ProfileError(f"cannot write the profile {path}: "
+                           f"{describe_os_error(err)}") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise ProfileError(f"{path} is a directory; give the profile's file name, such "
+                               f"as {path / 'profile.json'}")
+        if not stat.S_ISREG(info.st_mode):
+            raise ProfileError(f"{path} is not a regular file")
+        problem = _existing_profile_problem(path)
+        if problem:
+            raise ProfileError(f"{path} is {problem}" if problem.startswith("a ")
+                               else f"{path}: {problem}")
+        if not os.access(path, os.W_OK):
+            raise ProfileError(f"cannot write the profile {path}: permission denied")
+        return path
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ProfileError(f"cannot write the profile {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ProfileError(f"cannot write the profile {path}: permission denied in {folder}")
+    for part in path.parts:
+        if len(os.fsencode(part)) > 255:
+            raise ProfileError(f"cannot write the profile {path}: file name too long")
+    return path
+
+
 def save_profile(model, path) -> Path:
     """Write fitted *model* as JSON to *path*; the store's path is written relative to
-    the profile's folder."""
+    the profile's folder. The file is replaced whole (written beside it, then renamed),
+    so a failed write (a full disk) leaves any earlier profile as it was."""
     model.check_fitted()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = check_profile_path(path)
     store = model.provenance_.get("store", "")
     if store:
         store = os.path.relpath(Path(store).resolve(), path.parent.resolve())
     doc = profile_document(model, store)
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    for key in _PATH_PARAMS:  # files the model read, relative to the profile like the store
+        value = doc["params"].get(key)
+        if isinstance(value, str) and _is_file_path(value):
+            doc["params"][key] = os.path.relpath(Path(value).resolve(),
+                                                 path.parent.resolve())
+    text = json.dumps(doc, indent=1) + "\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp",
+                                   dir=path.parent)
+    except OSError as err:
+        raise _write_error(path, err) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise _write_error(path, err) from None
     return path
 
 
 def load_profile(path):
     """The fitted model a profile written by ``save_profile`` (or format 1) holds; the
-    store's path comes back relative to the current folder."""
+    store's path comes back relative to the current folder. Whatever is wrong with the
+    file is a ProfileError naming it."""
+    doc = read_json_file(path, "profile")
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise KernelcastError(f"no profile at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise KernelcastError(f"{path} is not a JSON profile: {err}") from None
     if not isinstance(doc, dict):
-        raise KernelcastError(f"{path}: not a kernelcast profile")
-    if doc.get("format") not in (1, PROFILE_FORMAT):
-        raise KernelcastError(f"{path}: profile format {doc.get('format')!r} is not one this "
-                              f"kernelcast reads (1 or {PROFILE_FORMAT}); refit it with "
-                              "`kernelcast calibrate` or `kernelcast fit`")
+        raise ProfileError(f"{path}: not a kernelcast profile (a JSON {_kind(doc)}, not an "
+                           "object)")
+    version = doc.get("format")
+    if not _is_int(version) or version not in (1, PROFILE_FORMAT):
+        raise ProfileError(f"{path}: profile format {version!r} is not one this kernelcast "
+                           f"reads (1 or {PROFILE_FORMAT}); refit it with `kernelcast "
+                           "calibrate` or `kernelcast fit`")
     try:
-        return _model(_from_format_1(doc) if doc["format"] == 1 else doc, path)
+        return _model(_from_format_1(doc) if version == 1 else doc, path)
     except KernelcastError as err:
-        raise KernelcastError(f"{path}: {err}") from None
+        raise ProfileError(f"{path}: {err}") from None
+
+
+# {{{ validation
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(value) -> str:
+    """What a JSON value is, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"number ({value!r})"
+    if isinstance(value, str):
+        return f"string ({value[:40]!r})"
+    if isinstance(value, list):
+        return "list"
+    return "object"
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_CHECKS = {  # name: (test, what it should be)
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+    "count": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
+    "units": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer or null"),
+    "number": (lambda v: _is_number(v) and math.isfinite(v), "a finite number"),
+    "nonnegative": (lambda v: _is_number(v) and math.isfinite(v) and v >= 0,
+                    "a non-negative number"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "strings": (_strings, "a list of strings"),
+    "string or null": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "sizes": (lambda v: isinstance(v, list) and bool(v)
+              and all(_is_int(i) and i >= 1 for i in v),
+              "a non-empty list of positive integers"),
+    "positive or null": (lambda v: v is None or (_is_int(v) and v >= 1),
+                         "a positive integer or null"),
+    "solver": (lambda v: isinstance(v, list) and all(isinstance(s, dict) for s in v),
+               "a list of objects"),
+}
+
+# fields of a format-2 profile: name -> (kind, required)
+_FIELDS = {"model": ("string", True), "device": ("string", True),
+           "driver": ("string", True), "backend": ("string", True),
+           "state": ("object", True), "params": ("object", False),
+           "compute_units": ("units", False), "suite": ("string", False),
+           "store": ("string", False), "kernelcast_version": ("string", False),
+           "created_at": ("string", False), "fit": ("object", False)}
+_FIT_FIELDS = {"suites": "strings", "cases": "count", "criterion": "string",
+               "negative_weights": "strings", "solver": "solver",
+               "training_geomean_rel_error": "nonnegative",
+               "training_max_rel_error": "nonnegative", "nonnegative": "boolean"}
+# each registered model's parameters; a model not listed here is checked by its own
+# constructor only
+_PARAMS = {"paper": {"nonnegative": "boolean"},
+           "extended": {"items_per_unit": "sizes"},  # q: the model checks it
+           "hong-kim": {"hardware": "string or null", "registers": "string or null",
+                        "registers_per_thread": "positive or null"}}
+
+
+def _check(where: str, value, kind: str) -> None:
+    test, should = _CHECKS[kind]
+    if not test(value):
+        raise ProfileError(f"{where} is {_indefinite(_kind(value))}, not {should}")
+
+
+def _indefinite(kind: str) -> str:
+    return kind if kind == "null" else ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _check_fields(doc: dict) -> None:
+    for key, (kind, required) in _FIELDS.items():
+        if key in doc:
+            _check(key, doc[key], kind)
+        elif required:
+            raise ProfileError(f"missing {key!r}")
+    fit = doc.get("fit", {})
+    for key, kind in _FIT_FIELDS.items():
+        if key in fit:
+            _check(f"fit.{key}", fit[key], kind)
+    for i, entry in enumerate(fit.get("solver", [])):
+        for key, kind in (("method", "string"), ("success", "boolean"),
+                          ("message", "string")):
+            if key in entry:
+                _check(f"fit.solver[{i}].{key}", entry[key], kind)
+    kinds = _PARAMS.get(doc["model"], {})
+    for key, value in doc.get("params", {}).items():
+        if key in kinds:
+            _check(f"params.{key}", value, kinds[key])
+
+
+def _check_state(name: str, state: dict) -> None:
+    """What the model's ``restore`` does not check itself."""
+    if name in ("paper", "extended"):
+        weights = state.get("weights")
+        if isinstance(weights, dict):
+            for weight, entry in weights.items():
+                if not isinstance(entry, dict):
+                    raise ProfileError(f"weight of {weight!r} is {_indefinite(_kind(entry))}, "
+                                       "not an object; it is not a finite number")
+                for key in ("unit", "per"):
+                    if key in entry and not isinstance(entry[key], str):
+                        _check(f"state.weights.{weight}.{key}", entry[key], "string")
+    elif name == "hong-kim":
+        from kernelcast.models.hong_kim.hardware import check_hardware
+
+        hardware = state.get("hardware")
+        if not isinstance(hardware, dict):
+            raise ProfileError("the profile has no hardware description")
+        check_hardware(hardware, "state.hardware")
+        registers = state.get("registers", {})
+        _check("state.registers", registers, "object")
+        for kernel, count in registers.items():
+            _check(f"state.registers.{kernel}", count, "count")
+
+# }}}
+
+
+# model parameters that may name a file: written relative to the profile's folder
+_PATH_PARAMS = ("hardware", "registers")
+
+
+def _is_file_path(value: str) -> bool:
+    return bool(value) and (Path(value).suffix != "" or "/" in value or os.sep in value) \
+        and Path(value).is_file()
+
+
+def _resolved_params(params: dict, path: Path) -> dict:
+    """*params* with file paths relative to the profile's folder made relative to the
+    current folder (a path that names no file there is kept as written: older profiles
+    wrote them relative to the folder they were fitted in)."""
+    params = dict(params)
+    for key in _PATH_PARAMS:
+        value = params.get(key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            beside = path.parent / value
+            if _is_file_path(str(beside)):
+                params[key] = os.path.normpath(beside)
+    return params
 
 
 def _model(doc: dict, path: Path):
-    for key in (*_HEADER, "model", "state"):
-        if key not in doc:
-            raise KernelcastError(f"missing {key!r}")
-    for key in _HEADER:
-        if not isinstance(doc[key], str):
-            raise KernelcastError(f"{key} is not a string")
-    params = doc.get("params", {})
-    if not isinstance(params, dict):
-        raise KernelcastError("params is not an object")
+    _check_fields(doc)
+    params = _resolved_params(doc.get("params", {}), path)
     cls = model_class(doc["model"])
     try:
         model = cls(**params)
     except TypeError as err:
-        raise KernelcastError(f"parameters {params} do not fit the {cls.name} model: "
-                              f"{err}") from None
-    model.restore(doc["state"])
+        raise ProfileError(f"parameters {params} do not fit the {cls.name} model: "
+                           f"{err}") from None
+    state = doc["state"]
+    _check_state(cls.name, state)
+    try:
+        model.restore(state)
+    except KernelcastError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError) as err:
+        raise ProfileError(f"the state does not fit the {cls.name} model: "
+                           f"{type(err).__name__}: {err}") from None
     store = doc.get("store", "")
     if store:
         store = os.path.normpath(path.parent / store)
@@ -120,20 +372,26 @@ def _model(doc: dict, path: Path):
 def _from_format_1(doc: dict) -> dict:
     """A format-1 profile in format 2's shape: "paper" (or "linear") and "kernelcast",
     now "extended", with its overlap exponent as the model's q."""
-    name = {"linear": "paper", "kernelcast": "extended"}.get(doc.get("model", "paper"),
-                                                           doc.get("model"))
-    fit = dict(doc.get("fit", {}))
+    old = doc.get("model", "paper")
+    if not isinstance(old, str):
+        raise ProfileError(f"model is {_indefinite(_kind(old))}, not a string")
+    name = {"linear": "paper", "kernelcast": "extended"}.get(old, old)
+    fit = doc.get("fit", {})
+    _check("fit", fit, "object")
+    fit = dict(fit)
     if name == "paper":
-        params = {"nonnegative": bool(fit.get("nonnegative", False))}
+        nonnegative = fit.get("nonnegative", False)
+        _check("fit.nonnegative", nonnegative, "boolean")
+        params = {"nonnegative": nonnegative}
         state = {"weights": doc.get("weights")}
     elif name == "extended":
         q = doc.get("overlap", 1.0)
         if isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) \
                 or q < 1:
-            raise KernelcastError(f"overlap {q!r} is not an exponent of at least 1")
+            raise ProfileError(f"overlap {q!r} is not an exponent of at least 1")
         params = {"q": float(q)}
         state = {"weights": doc.get("weights"), "resident_items": doc.get("resident_items")}
     else:
-        raise KernelcastError(f"unknown model {name!r} in a format-1 profile")
+        raise ProfileError(f"unknown model {name!r} in a format-1 profile")
     return {**doc, "format": PROFILE_FORMAT, "model": name, "params": params,
             "state": state, "fit": fit}

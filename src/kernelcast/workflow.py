@@ -21,7 +21,7 @@ from kernelcast.evaluation.tables import table1
 from kernelcast.fitting.dataset import PropertyCache, load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import get_model, model_class, model_names
-from kernelcast.profile import save_profile
+from kernelcast.profile import check_profile_path, save_profile
 
 
 def _slug(text: str) -> str:
@@ -50,9 +50,16 @@ def test_suite_of(suite: str) -> str:
 
 
 def fit_store(store_path, model: str = "paper", suite: str = "measurement",
-              cache: PropertyCache | None = None, **params):
+              cache: PropertyCache | None = None, *, profile_path=None, **params):
     """*model* (a name; *params* are its keyword arguments) fitted to the rows of the
-    store at *store_path* that it is fitted from when calibrated with *suite*."""
+    store at *store_path* that it is fitted from when calibrated with *suite*. With
+    *profile_path*, where the profile will be written is checked first (a directory, a
+    measurement store or a folder that cannot be written is refused before the fit)."""
+    if profile_path is not None:
+        check_profile_path(profile_path)
+    from kernelcast.suites.paper import get_suite
+
+    get_suite(suite)  # an unknown suite name is refused before the store is read
     fitted = get_model(model, **params)
     with Store(store_path) as store:
         dataset = load_dataset(store, fitted.fit_suites(suite), suite=suite, cache=cache)
@@ -72,6 +79,8 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
     from kernelcast.suites.paper import get_suite
 
     progress = STDERR if progress is None else progress
+    if profile_path is not None:  # refused before anything is measured
+        check_profile_path(profile_path)
     runner = make_backend(backend, device)
     if suite is None:
         suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
@@ -80,7 +89,7 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
     get_model(model, **(params or {})).check_before_measuring(runner.device.name)
     store_path, default_profile = default_paths(runner.device.name, runner.name, model)
     db = Path(db or store_path)
-    profile_path = Path(profile_path or default_profile)
+    profile_path = check_profile_path(profile_path or default_profile)
     stream = sys.stderr if progress is STDERR else progress
     if stream is not None:
         print(f"calibrating {runner.device.name} ({runner.name}, driver "
@@ -107,6 +116,33 @@ def device_available(model) -> bool:
     return info.name == prov["device"] and info.driver == prov["driver"]
 
 
+def _store_path(given, profiles) -> Path:
+    """The measurement store to evaluate on: *given* (--db), else the profile's; refused
+    (naming it) where it is missing, a directory or a profile."""
+    from kernelcast.errors import StoreError, UsageError
+    from kernelcast.frontends.files import SQLITE_MAGIC
+
+    error, whose = (UsageError, "") if given else (KernelcastError, "the profile's ")
+    raw = given or profiles
+    if not raw:
+        raise UsageError("no measurement store: the profile names none; give --db")
+    path = Path(raw)
+    if not path.exists():
+        raise error(f"no measurement store at {whose}{path}; give --db")
+    if path.is_dir():
+        raise error(f"{whose}{path} is a directory, not a measurement store")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as err:
+        raise StoreError(f"cannot read the measurement store {path}: {err.strerror}"
+                         ) from None
+    if head[:1] in (b"{", b"[") and not head.startswith(SQLITE_MAGIC):
+        raise error(f"{whose}{path} is a JSON file (a profile?), not a measurement store; "
+                    "did you mean --profile?")
+    return path
+
+
 def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str | None = None,
              progress=None, cache: PropertyCache | None = None, **options) -> dict:
     """Table 1 of *model* (fitted) and of each model named in *others* (fitted to the
@@ -116,12 +152,13 @@ def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str 
     With *measure* None, the test suite is measured (resuming) when the model's device is
     present; True requires that, False only reads the store."""
     from kernelcast.measure.campaign import STDERR
+    from kernelcast.suites.paper import get_suite
 
+    model.check_fitted()
     prov = model.provenance_
-    db = Path(db or prov.get("store") or "")
-    if not str(db) or not db.exists():
-        raise KernelcastError(f"no measurement store at {db or '(none given)'}; give --db")
+    db = _store_path(db, prov.get("store"))
     suite = suite or test_suite_of(prov.get("suite") or "measurement")
+    get_suite(suite)  # an unknown suite name is refused before anything is read
     if measure is None:
         measure = device_available(model)
     if measure:

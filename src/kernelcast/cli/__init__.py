@@ -2,17 +2,25 @@
 
 Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate, fit
 (measuring); predict, evaluate, report, demo (models). Every ``--model`` takes the
-registry's names (kernelcast.models). Errors print one line; the exit status is 0 on
-success, 1 on a failure and 2 on a usage error (a bad argument or combination).
+registry's names (kernelcast.models). A flag means the same on every verb that has it
+(``--registers FILE`` is a registers file everywhere; predict's per-thread count is
+``--registers-per-thread N``); list flags take several values after one flag or the flag
+repeated. Errors print one line, warnings one line each; the exit status is 0 on success,
+1 on a failure and 2 on a usage error (a bad argument, file or combination). ``--debug``
+(before or after the verb) also prints the traceback of an error, the user's code's
+included.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+import traceback
 import warnings
 
 from kernelcast.cli import kernels, measuring, models
+from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.errors import UsageError
 from kernelcast.errors import DataDependentError, KernelcastError, ParameterError
 
@@ -24,23 +32,70 @@ def _model_choices():
     return names, "; ".join(f"{n}: {model_class(n).summary}" for n in names)
 
 
+def _suite_names() -> str:
+    from kernelcast.suites.paper import _all_suites
+
+    return ", ".join(_all_suites())
+
+
 def _timing(p):
-    p.add_argument("--runs", type=int, default=30, help="launches per attempt (paper: 30)")
-    p.add_argument("--tolerance", type=float, default=0.10,
-                   help="largest median/min - 1 of a stable case")
+    p.add_argument("--runs", type=run_count, default=30, metavar="N",
+                   help="launches of a case per timing attempt, the first 4 dropped "
+                        "(paper §4.2: 30)")
+    p.add_argument("--tolerance", type=nonnegative_float, default=0.10, metavar="X",
+                   help="a case is stable when its median time is at most (1 + X) times "
+                        "its minimum (default 0.10)")
+
+
+def _param(p, what, required=False):
+    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE",
+                   required=required, help=what + "; integers, e.g. --param n=4096 m=512")
+
+
+def _json(p):
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (for programs) instead of a table")
+
+
+def _debug(p, default=argparse.SUPPRESS):
+    p.add_argument("--debug", action="store_true", default=default,
+                   help="on an error, also print the traceback (the kernel file's code "
+                        "included)")
 
 
 def _kernel_args(p):
-    p.add_argument("kernel", help="FILE.py:FACTORY, a function returning a Loopy kernel")
+    p.add_argument("kernel", help="FILE.py:FACTORY, a function in FILE.py that takes no "
+                                  "arguments and returns a Loopy kernel")
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE",
-                   help="statistics for data-dependent loop bounds or conditions")
+                   help="typical values of what depends on data: a loop bound read from "
+                        "data (rowlen=12.5) or the fraction of executions of an "
+                        "instruction guarded by data (insn_id=0.3)")
+
+
+def _p(p, extra=""):
+    p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
+                   help="base size exponent p of a kernel class, §4.1 (sizes grow as 2^p); "
+                        + extra)
+
+
+def _dtype(p):
+    p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE",
+                   choices=("float32", "float64"),
+                   help="only cases of these precisions (float32, float64; default both)")
+
+
+def _group_set(p):
+    p.add_argument("--group-set", metavar="SET",
+                   help="a §4.1 group-size set such as '2-D Med' instead of the class's "
+                        "default")
 
 
 def _device_args(p):
     p.add_argument("--device", help="a substring of the device or platform name "
                    "(default: the best device)")
     p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"),
-                   help="OpenCL (pyopencl) or CUDA (cupy)")
+                   help="the API that runs kernels: OpenCL (pyopencl, default) or CUDA "
+                        "(cupy)")
 
 
 def _registers_file(p):
@@ -56,46 +111,47 @@ def build_parser() -> argparse.ArgumentParser:
     from kernelcast.version import __version__
 
     parser.add_argument("--version", action="version", version=f"kernelcast {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    _debug(parser, default=False)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="VERB",
+                                help="what to do (kernelcast VERB --help for its flags)")
+    suites = _suite_names()
 
     p = sub.add_parser("properties", help="symbolic and evaluated properties of a kernel")
     _kernel_args(p)
-    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE",
-                   help="evaluate at these sizes")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _param(p, "also evaluate every property at these sizes")
+    _json(p)
     p.set_defaults(run=kernels.properties)
 
     p = sub.add_parser("suites", help="list the cases of a kernel suite (paper §4.1, §5)")
     p.add_argument("--suite", default="measurement",
-                   help="measurement, test, extension, validation, or their -cpu forms")
-    p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
-                   help="base size exponent of a class (default: the paper's smallest)")
-    p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE",
-                   help="only these precisions (float32, float64)")
-    p.add_argument("--group-set", metavar="SET",
-                   help="a §4.1 group-size set such as '2-D Med' instead of the default")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+                   help=f"the suite to list: {suites} (default: measurement)")
+    _p(p, "default: the paper's smallest")
+    _dtype(p)
+    _group_set(p)
+    _json(p)
     p.set_defaults(run=kernels.suites)
 
     p = sub.add_parser("devices", help="list the OpenCL and CUDA devices")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    _json(p)
     p.set_defaults(run=kernels.devices)
 
     p = sub.add_parser("measure", help="time kernels on a device into a measurement store")
-    p.add_argument("--suite", help="a suite to measure (see `kernelcast suites`)")
-    p.add_argument("--kernel", help="FILE.py:FACTORY, a function returning a Loopy kernel")
-    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE",
-                   help="sizes for --kernel")
-    p.add_argument("--db", required=True, help="the SQLite measurement store")
+    p.add_argument("--suite", help=f"a suite to measure: {suites}")
+    p.add_argument("--kernel", help="instead of --suite, FILE.py:FACTORY: a function in "
+                                    "FILE.py that takes no arguments and returns a Loopy "
+                                    "kernel")
+    _param(p, "the sizes of --kernel")
+    p.add_argument("--db", required=True,
+                   help="the SQLite measurement store (created if missing; measuring "
+                        "resumes where it stopped)")
     _device_args(p)
-    p.add_argument("--build-options", help="options for the device compiler")
-    p.add_argument("--p", nargs="+", action="extend", metavar="CLASS=P",
-                   help="base size exponent of a class (default: chosen as in §4.2); "
-                   "'max' for the largest allowed p of every class")
-    p.add_argument("--classes", help="only these classes, comma-separated")
-    p.add_argument("--dtype", nargs="+", action="extend", metavar="DTYPE",
-                   help="only these precisions (float32, float64)")
-    p.add_argument("--group-set", metavar="SET", help="a §4.1 group-size set")
+    p.add_argument("--build-options", metavar="OPTIONS",
+                   help="options for the device compiler, e.g. '-cl-fast-relaxed-math'")
+    _p(p, "default: chosen as in §4.2; 'max' for the largest allowed p of every class")
+    p.add_argument("--classes", metavar="A,B",
+                   help="only these kernel classes of --suite, comma-separated")
+    _dtype(p)
+    _group_set(p)
     _timing(p)
     p.add_argument("--no-verify", action="store_true",
                    help="skip checking suite kernels against their references")
@@ -109,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "kernelcast-data/<device>-<backend>.sqlite)")
     p.add_argument("--profile", help="where to write the profile (default: beside the "
                    "store, named after the model)")
-    p.add_argument("--suite", help="measurement (GPU default) or measurement-cpu (CPU "
-                   "default)")
+    p.add_argument("--suite", help="the measurement suite: measurement (GPU default) or "
+                   "measurement-cpu (CPU default)")
     p.add_argument("--model", choices=names,
                    help=model_help + ". Default: extended on a GPU, paper on a CPU")
     p.add_argument("--nonnegative", action="store_true",
@@ -126,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=names, default="paper", help=model_help)
     p.add_argument("--suite", default="measurement",
                    help="the measurement suite (measurement or measurement-cpu)")
-    p.add_argument("--profile", required=True, help="where to write the profile")
+    p.add_argument("--profile", required=True, help="where to write the profile (JSON)")
     p.add_argument("--nonnegative", action="store_true",
                    help="paper model: fit non-negative weights")
     p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
@@ -136,17 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict a kernel's run time with a profile "
                                        "or the Hong–Kim model")
     _kernel_args(p)
-    p.add_argument("--param", nargs="+", action="extend", metavar="NAME=SIZE", required=True,
-                   help="the kernel's sizes")
+    _param(p, "the kernel's sizes (every size parameter it has)", required=True)
     p.add_argument("--profile", help="a fitted profile (any model)")
     p.add_argument("--model", choices=names,
                    help="hong-kim with --hardware needs no profile; otherwise the "
                         "profile's model")
     p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
-    p.add_argument("--registers", type=int, metavar="N",
-                   help="hong-kim: registers per thread, as the compiler reports them "
-                        "(limits the blocks an SM holds)")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
+                   help="hong-kim: registers per thread of this kernel, as the compiler "
+                        "reports them (limits the blocks an SM holds)")
+    _json(p)
     p.set_defaults(run=models.predict)
 
     p = sub.add_parser("evaluate", help="Table 1 of one model or of every model side by "
@@ -155,11 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=(*names, "all"),
                    help="also (or, without --profile, only) this model, fitted to the same "
                         "store; 'all' puts every model side by side")
-    p.add_argument("--hardware", help="hong-kim without --profile: the hardware")
+    p.add_argument("--hardware", help="hong-kim without --profile: h100, h200, fx5600, "
+                   "c1060 or a JSON file")
     _registers_file(p)
     p.add_argument("--db", help="measurement store (default: the profile's)")
-    p.add_argument("--suite", help="the suite to evaluate (default: the test suite of the "
-                   "profile's measurement suite)")
+    p.add_argument("--suite", help=f"the suite to evaluate: {suites} (default: the test "
+                   "suite of the profile's measurement suite)")
     p.add_argument("--fit-suite", default="measurement",
                    help="without --profile: the measurement suite models are fitted from")
     p.add_argument("--no-measure", action="store_true",
@@ -170,30 +226,94 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=models.evaluate)
 
     p = sub.add_parser("report", help="markdown, CSV and figures of a profile's evaluation")
-    p.add_argument("--profile", required=True, help="a fitted profile")
+    p.add_argument("--profile", required=True,
+                   help="the fitted profile to report on (its model, device and store)")
     p.add_argument("--db", help="measurement store (default: the profile's)")
-    p.add_argument("--out", required=True, help="folder for the report")
+    p.add_argument("--out", required=True, help="folder for the report (created)")
     p.set_defaults(run=models.report)
 
     p = sub.add_parser("demo", help="the main job: calibrate the best device, evaluate")
     _device_args(p)
     p.set_defaults(run=models.demo)
+    for verb in sub.choices.values():  # --debug after the verb, too
+        _debug(verb)
     return parser
+
+
+def _one_line(text) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line each: "kernelcast: warning: ..."."""
+    from kernelcast.errors import KernelcastWarning
+
+    kind = "" if issubclass(category, KernelcastWarning) else f"{category.__name__}: "
+    print(f"kernelcast: warning: {kind}{_one_line(message)}", file=sys.stderr)
+
+
+def _one_line_warnings():
+    """Entered warnings.catch_warnings: Loopy's warnings ignored, the others shown as one
+    line each; ``__exit__`` restores what was before."""
+    from loopy.diagnostic import LoopyWarning
+
+    saved = warnings.catch_warnings()
+    saved.__enter__()
+    warnings.filterwarnings("ignore", category=LoopyWarning)
+    warnings.showwarning = _show_warning
+    return saved
+
+
+def _fail(err: BaseException, status: int, debug: bool, text=None,
+          prefix="error") -> int:
+    if debug:
+        traceback.print_exception(err, file=sys.stderr)
+    print(f"kernelcast: {prefix}: {_one_line(err if text is None else text)}",
+          file=sys.stderr)
+    return status
+
+
+# errors of a path: the argument's fault (exit 2) where the path was given as one
+_PATH_ERRNOS = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG,
+                errno.EACCES, errno.EPERM, errno.ELOOP, errno.EEXIST}
+
+
+def _os_failure(err: OSError, argv, debug: bool) -> int:
+    """An OSError no verb turned into a KernelcastError: its path and what went wrong;
+    exit 2 where the path is one the command line gave, else 1."""
+    from kernelcast.frontends.files import describe_os_error
+
+    names = [str(n) for n in (err.filename, err.filename2) if n is not None]
+    what = describe_os_error(err)
+    given = set()
+    for arg in sys.argv[1:] if argv is None else argv:
+        given |= {str(arg), str(arg).partition("=")[2]}
+    status = 2 if err.errno in _PATH_ERRNOS and any(n in given for n in names) else 1
+    return _fail(err, status, debug, f"{', '.join(names)}: {what}" if names else what)
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    from loopy.diagnostic import LoopyWarning
-
-    warnings.filterwarnings("ignore", category=LoopyWarning)
+    debug = bool(getattr(args, "debug", False))
+    quiet = _one_line_warnings()
     try:
         return args.run(args)
     except (UsageError, ParameterError, DataDependentError) as err:  # fixed by arguments
-        print(f"kernelcast: error: {err}", file=sys.stderr)
-        return 2
+        return _fail(err, 2, debug)
     except KernelcastError as err:
-        print(f"kernelcast: error: {err}", file=sys.stderr)
-        return 1
+        return _fail(err, 1, debug)
     except BrokenPipeError:  # output piped into head and the like
         sys.stderr.close()
         return 0
+    except OSError as err:  # a file or the disk: one line, never a traceback
+        return _os_failure(err, argv, debug)
+    except MemoryError as err:
+        return _fail(err, 1, debug, "out of memory")
+    except SystemExit as err:  # exit() in a kernel file's code: not kernelcast's status
+        return _fail(err, 1, debug, f"exit({err.code!r}) was called during `kernelcast "
+                     f"{args.command}` (by a kernel file's code?); --debug shows where")
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on --debug
+        return _fail(err, 1, debug, f"{type(err).__name__}: {_one_line(err)} (please "
+                     "report; --debug shows the traceback)", prefix="internal error")
+    finally:
+        quiet.__exit__(None, None, None)

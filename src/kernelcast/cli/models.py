@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from kernelcast.cli.args import sizes, statistics
+from kernelcast.cli.args import sizes
 from kernelcast.errors import UsageError
 from kernelcast.cli.measuring import model_params
 
@@ -16,6 +16,9 @@ def _model(args):
     from kernelcast.models import HongKimModel
     from kernelcast.profile import load_profile
 
+    per_thread = getattr(args, "registers_per_thread", None)
+    if per_thread is not None and "hong-kim" not in (args.model, None):
+        raise UsageError("--registers-per-thread is for the hong-kim model")
     if args.profile:
         model = load_profile(args.profile)
         if args.command == "predict" and args.model not in (None, model.name):
@@ -23,26 +26,33 @@ def _model(args):
         if getattr(args, "hardware", None) and model.name != "hong-kim":
             raise UsageError("--hardware is for --model hong-kim; the fitted models take "
                              "a --profile")
+        for flag, given in (("--hardware", getattr(args, "hardware", None)),
+                            ("--registers", getattr(args, "registers", None))):
+            if given:
+                raise UsageError(f"{flag} is for --model hong-kim without --profile; the "
+                                 "profile holds its own hardware and registers")
+        if per_thread is not None:
+            if model.name != "hong-kim":
+                raise UsageError(f"--registers-per-thread is for the hong-kim model; the "
+                                 f"profile holds the {model.name} model")
+            model.registers_per_thread = per_thread
         return model
     if args.model == "hong-kim":
         if not args.hardware:
             raise UsageError("--model hong-kim needs --hardware (a GPU name such as h100, "
                              "or a JSON file) or a --profile")
-        return HongKimModel(hardware=args.hardware,
-                            registers_per_thread=getattr(args, "registers", None)).fit()
+        return HongKimModel(hardware=args.hardware, registers_per_thread=per_thread).fit()
     raise UsageError(f"--model {args.model or 'paper'} needs --profile (fit one with "
                      "`kernelcast calibrate` or `kernelcast fit`)")
 
 
 def predict(args) -> int:
-    from kernelcast.frontends.files import load_factory
-    from kernelcast.properties import extract_properties
+    from kernelcast.cli.kernels import kernel_properties
     from kernelcast.report import format_seconds
 
-    model = _model(args)
     params = sizes(args.param)
-    props = extract_properties(load_factory(args.kernel)(),
-                               data_statistics=statistics(args.stat))
+    model = _model(args)
+    props = kernel_properties(args.kernel, args.stat)
     total = model.predict(props, params)  # refuses a time that is not positive
     parts = model.explain(props, params)
     details = model.details(props, params)
@@ -90,6 +100,11 @@ def evaluate(args) -> int:
     from kernelcast.report import print_evaluation
     from kernelcast.workflow import evaluate as run, fit_store
 
+    from kernelcast.suites.paper import get_suite
+
+    for suite in (args.suite, args.fit_suite):  # unknown names before any store is read
+        if suite is not None:
+            get_suite(suite)
     cache = PropertyCache()
     if args.profile:
         model = _model(args)
@@ -114,6 +129,7 @@ def report(args) -> int:
     from kernelcast.report import write_report
     from kernelcast.workflow import evaluate as run
 
+    _check_out_folder(args.out)  # before the evaluation, which takes a while
     model = load_profile(args.profile)
     cache = PropertyCache()
     table = run(model, args.db, False, cache=cache)[model.name]
@@ -129,6 +145,34 @@ def report(args) -> int:
     for path in write_report(args.out, model, table, cv, breakdowns):
         print(path)
     return 0
+
+
+def _check_out_folder(out) -> None:
+    """Refuse an --out where no folder can be made: a file, a path through a file, a
+    name too long, a folder that cannot be written."""
+    import os
+    from pathlib import Path
+
+    from kernelcast.frontends.files import describe_os_error
+
+    path = Path(out)
+    if not str(out):
+        raise UsageError("--out: give a folder for the report")
+    for part in path.parts:
+        if len(os.fsencode(part)) > 255:
+            raise UsageError(f"--out {out}: file name too long")
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out {out} is a file, not a folder for the report")
+        folder = path
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+    except OSError as err:
+        raise UsageError(f"--out {out}: {describe_os_error(err)}") from None
+    if not folder.is_dir():
+        raise UsageError(f"--out {out}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: cannot write in {folder}: permission denied")
 
 
 def _case_of(row):

@@ -1,11 +1,16 @@
 """Checking and preparing the Loopy kernels that users hand to kernelcast.
 
-Public names: prepare_kernel, PreparedKernel.
+A kernel without parallel launch tags (no iname tagged ``g.N`` or ``l.N``, as when
+``split_iname`` was forgotten) runs as a single work-item: ``prepare_kernel`` says so with
+a SequentialKernelWarning naming the loops that could be tagged.
+
+Public names: prepare_kernel, PreparedKernel, statistic_names, check_statistics.
 """
 
 from __future__ import annotations
 
 import keyword
+import warnings
 from dataclasses import dataclass
 
 import loopy as lp
@@ -13,7 +18,9 @@ import loopy as lp
 from kernelcast.errors import (
     DtypeNotFixedError,
     NotALoopyKernelError,
+    SequentialKernelWarning,
     UnsupportedKernelError,
+    UsageError,
 )
 
 
@@ -77,6 +84,7 @@ def prepare_kernel(obj) -> PreparedKernel:
         raise UnsupportedKernelError(f"Loopy could not preprocess the kernel: {err}") from err
     knl = pre[next(iter(pre.entrypoints))]
     _check_supported(knl)
+    _warn_if_sequential(tu.default_entrypoint)
     return PreparedKernel(pre, knl, pre.callables_table)
 
 
@@ -91,3 +99,60 @@ def _check_supported(knl: lp.LoopKernel) -> None:
     bad = sorted(p for p in knl.all_params() if keyword.iskeyword(p))
     if bad:
         raise UnsupportedKernelError(f"parameter names that are Python keywords: {bad}")
+
+
+def _warn_if_sequential(knl: lp.LoopKernel) -> None:
+    """A SequentialKernelWarning where no iname is tagged for the hardware (g.N, l.N)
+    and some loop could be; a kernel without loops is one work-item by design."""
+    from loopy.kernel.data import HardwareConcurrentTag
+
+    inames = knl.all_inames()
+    if any(knl.iname_tags_of_type(i, HardwareConcurrentTag) for i in inames):
+        return
+    reductions = set()
+    for insn in knl.instructions:
+        reductions |= set(insn.reduction_inames())
+    loops = sorted(i for i in inames if i not in reductions and not knl.iname_tags(i))
+    if not loops:
+        return
+    warnings.warn(
+        f"kernel {knl.name!r} has no parallel launch tags (no loop tagged g.N or l.N), so "
+        f"it runs as a single work-item; loops that could be tagged: {', '.join(loops)} "
+        f"(e.g. loopy.split_iname(knl, {loops[0]!r}, 256, outer_tag='g.0', "
+        "inner_tag='l.0'))", SequentialKernelWarning, stacklevel=3)
+
+
+def statistic_names(knl) -> list[str]:
+    """The data statistics *knl* (a Loopy kernel or a PreparedKernel) needs: loop bounds
+    read from data, and instructions guarded by a condition on data (their fraction)."""
+    import islpy as isl
+    from loopy.symbolic import condition_to_set
+
+    prepared = knl if isinstance(knl, PreparedKernel) else prepare_kernel(knl)
+    kernel = prepared.kernel
+    value_args = prepared.value_args()
+    names = {p for p in kernel.outer_params() if p not in value_args}
+    for insn in kernel.instructions:
+        if not insn.predicates:
+            continue
+        domain = kernel.get_inames_domain(insn.within_inames).project_out_except(
+            insn.within_inames, [isl.dim_type.set])
+        if any(condition_to_set(domain.space, pred) is None for pred in insn.predicates):
+            names.add(insn.id)
+    return sorted(names)
+
+
+def check_statistics(knl, statistics: dict) -> None:
+    """Refuse statistics that *knl* does not use (a misspelt name would be ignored):
+    "unknown statistic 'foo' for kernel K; it needs: a, b"."""
+    if not statistics:
+        return
+    prepared = knl if isinstance(knl, PreparedKernel) else prepare_kernel(knl)
+    needed = statistic_names(prepared)
+    unknown = sorted(set(statistics) - set(needed))
+    if unknown:
+        which = ", ".join(repr(u) for u in unknown)
+        raise UsageError(f"unknown statistic{'s' if len(unknown) > 1 else ''} {which} for "
+                         f"kernel {prepared.name}; "
+                         + (f"it needs: {', '.join(needed)}" if needed
+                            else "it needs none"))

@@ -14,15 +14,14 @@ known_hardware, hardware_for_device, workload.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, fields
-from pathlib import Path
 
 from kernelcast.errors import KernelcastError
 from kernelcast.models.base import Model, as_properties, register
 from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
 from kernelcast.models.hong_kim.hardware import (Hardware, hardware_for_device,
-                                                 known_hardware, load_hardware)
+                                                 known_hardware, load_hardware,
+                                                 load_registers)
 from kernelcast.models.hong_kim.inputs import workload
 
 __all__ = ["Estimate", "Hardware", "HongKimModel", "Workload", "estimate",
@@ -50,6 +49,8 @@ class HongKimModel(Model):
             load_hardware(self.hardware)
         else:
             hardware_for_device(device)
+        if self.registers:
+            load_registers(self.registers)
 
     def fit(self, dataset=None) -> HongKimModel:
         """Resolve the hardware (and registers); *dataset* may be None when *hardware* is
@@ -61,12 +62,7 @@ class HongKimModel(Model):
                           else hardware_for_device(dataset.identity["device"]))
         self.registers_ = {}
         if self.registers:
-            try:
-                self.registers_ = {k: int(v["registers"]) for k, v in
-                                   json.loads(Path(self.registers).read_text()).items()}
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                raise KernelcastError(f"{self.registers}: not a registers file "
-                                      f"(kernel name -> {{\"registers\": N}}): {err}") from None
+            self.registers_ = load_registers(self.registers)
         if dataset is not None:
             self.provenance_ = dataset.provenance()
         else:

@@ -9,18 +9,25 @@ microbenchmarks (pointer chasing for DRAM latency, bandwidth-saturating loads fo
 departure delays) and from the device's reported limits. A value that nothing measured
 or reported is listed under ``guessed`` and raises a HardwareGuessWarning when loaded.
 
+Whatever is wrong with a file (missing, a directory, unreadable, not JSON, a parameter
+missing, unknown or of the wrong type) is a ProfileError naming the file and the problem;
+so is a registers file (``load_registers``) that is not one.
+
 Public names: Hardware, HardwareGuessWarning, HARDWARE_DIR, load_hardware, known_hardware,
-hardware_for_device.
+hardware_for_device, check_hardware, load_registers.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from kernelcast.errors import HardwareGuessWarning, KernelcastError
+from kernelcast.errors import HardwareGuessWarning, KernelcastError, ProfileError, UsageError
+from kernelcast.frontends.files import read_json_file
 
 HARDWARE_DIR = Path(__file__).resolve().parents[2] / "hardware"
 
@@ -51,29 +58,97 @@ def known_hardware() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.json"))
 
 
-def load_hardware(name_or_path: str) -> Hardware:
-    """The Hardware of a packaged GPU (``h100``, ``fx5600``, ...) or of a JSON file."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = HARDWARE_DIR / f"{name_or_path.lower()}.json"
-    if not path.exists():
-        raise KernelcastError(f"no hardware description {name_or_path!r}; known: "
-                              f"{', '.join(known_hardware())}, or a path to a JSON file")
-    data = json.loads(path.read_text())
+_OPTIONAL = ("registers_per_sm", "sources", "guessed")
+_INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
+             "shared_mem_per_sm", "sector_bytes", "registers_per_sm")
+_NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
+            "departure_del_uncoal")
+
+
+def _describe(value) -> str:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return repr(value)[:40]
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def check_hardware(data, source: str) -> None:
+    """Raise a ProfileError, prefixed with *source*, unless *data* (parsed JSON) describes
+    a Hardware: every parameter present, none unknown, each of its type and positive."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{source}: not a hardware description (a JSON object of "
+                           "parameters)")
     names = {f.name for f in fields(Hardware)}
     unknown = set(data) - names
-    missing = {f.name for f in fields(Hardware)
-               if f.name not in data and f.name not in ("registers_per_sm", "sources",
-                                                        "guessed")}
+    missing = {n for n in names if n not in data and n not in _OPTIONAL}
     if unknown or missing:
-        raise KernelcastError(f"{path}: unknown parameters {sorted(unknown)}, "
-                              f"missing {sorted(missing)}")
+        raise ProfileError(f"{source}: unknown parameters {sorted(unknown)}, "
+                           f"missing {sorted(missing)}")
+    problems = []
+    if not isinstance(data["name"], str) or not data["name"]:
+        problems.append(f"name {_describe(data['name'])} is not a non-empty string")
+    for name in _INTEGERS:
+        value = data.get(name)
+        if value is None and name == "registers_per_sm":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{name} {_describe(value)} is not a positive integer")
+    for name in _NUMBERS:
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value <= 0:
+            problems.append(f"{name} {_describe(value)} is not a positive number")
+    sources = data.get("sources")
+    if sources is not None and not (isinstance(sources, dict) and all(
+            isinstance(v, str) for v in sources.values())):
+        problems.append("sources is not an object of strings")
+    guessed = data.get("guessed", ())
+    if not isinstance(guessed, list | tuple) or not all(g in names for g in guessed):
+        problems.append(f"guessed {_describe(guessed)} is not a list of parameter names")
+    if problems:
+        raise ProfileError(f"{source}: {'; '.join(problems)}")
+
+
+def load_hardware(name_or_path) -> Hardware:
+    """The Hardware of a packaged GPU (``h100``, ``fx5600``, ...) or of a JSON file (a
+    name with a suffix or a folder: ``my-gpu.json``, ``./my-gpu``)."""
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise UsageError(f"a hardware description is a GPU name or a path to a JSON file, "
+                         f"got {type(name_or_path).__name__}")
+    text = os.fspath(name_or_path)
+    path = Path(text)
+    if not path.suffix and os.sep not in text and "/" not in text:
+        path = HARDWARE_DIR / f"{text.lower()}.json"
+        if not path.is_file():
+            raise ProfileError(f"no hardware description {text!r}; known: "
+                               f"{', '.join(known_hardware())}, or a path to a JSON file")
+    data = read_json_file(path, "hardware description")
+    check_hardware(data, str(path))
     data["guessed"] = tuple(data.get("guessed", ()))
     hw = Hardware(**data)
     if hw.guessed:
         warnings.warn(f"{hw.name}: {', '.join(hw.guessed)} guessed, not measured; "
                       "predictions depend on the guess", HardwareGuessWarning, stacklevel=2)
     return hw
+
+
+def load_registers(path) -> dict[str, int]:
+    """Registers per thread by suite kernel name, from a registers file
+    (data/<gpu>/registers.json: kernel name -> {"registers": N, ...})."""
+    shape = 'kernel name -> {"registers": N}'
+    data = read_json_file(path, "registers file",
+                          invalid="{path} is not a registers file (kernel name -> "
+                                  '{{"registers": N}}), not JSON')
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: not a registers file ({shape})")
+    result = {}
+    for kernel, entry in data.items():
+        count = entry.get("registers") if isinstance(entry, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ProfileError(f"{path}: not a registers file ({shape}): {kernel!r} has "
+                               f"{_describe(entry) if count is None else _describe(count)}"
+                               " registers")
+        result[kernel] = count
+    return result
 
 
 def hardware_for_device(device: str) -> Hardware:
