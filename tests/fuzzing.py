@@ -52,18 +52,7 @@ VERBS = ("properties", "suites", "devices", "measure", "calibrate", "fit", "pred
 # kernel files): (regular expression on the innermost kernelcast frame of the finding's
 # traceback, as `kernelcast --debug` prints it; owner). Each is counted as "known", not
 # as a failure; remove an entry once the fix is in.
-KNOWN_ELSEWHERE: list[tuple[str, str]] = [
-    (r'kernelcast/measure/store\.py", line \d+, in ',
-     "measure/store.py: damaged stores (undecodable text, values of the wrong type)"),
-    (r'kernelcast/fitting/dataset\.py", line \d+, in (load_dataset|<listcomp>)',
-     "measure/store.py: damaged rows that reach load_dataset (a column missing)"),
-    (r'kernelcast/measure/arrays\.py", line \d+, in typed_kernel',
-     "measure/arrays.py: measure --kernel of a factory returning a LoopKernel (no entry "
-     "point; frontends.files.build_kernel returns a TranslationUnit)"),
-    (r'kernelcast/cli/measuring\.py", line \d+, in _measured_kernel',
-     "cli/measuring.py: measure --kernel calls the factory itself; "
-     "frontends.files.build_kernel turns its failures into one line"),
-]
+KNOWN_ELSEWHERE: list[tuple[str, str]] = []
 
 NO_DEVICE = ("zz-no-such-device", "NVIDIA GeForce 256 zz", "zz-", "Radeon 9700 zz")
 

@@ -397,7 +397,7 @@ def test_cli_predicts_with_hong_kim(capsys):
     assert out["estimate"]["seconds"] == pytest.approx(out["seconds"])
     # 255 registers for each of a group's 32 threads: 65536 / 8160 = 8 groups per SM
     assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
-                 "--hardware", "h100", "--param", "n=1000000", "--registers", "255",
+                 "--hardware", "h100", "--param", "n=1000000", "--registers-per-thread", "255",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["estimate"]["active_blocks_per_sm"] == 8
     assert out["estimate"]["active_blocks_per_sm"] == 32  # the H100's block limit

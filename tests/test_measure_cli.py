@@ -28,7 +28,7 @@ def test_devices_lists_pocl(capsys):
 
 def test_devices_json(capsys):
     assert main(["devices", "--json"]) == 0
-    devices = json.loads(capsys.readouterr().out)
+    devices = json.loads(capsys.readouterr().out)["devices"]
     pocl = [d for d in devices if d["platform"] == "Portable Computing Language"][0]
     assert pocl["backend"] == "opencl" and pocl["compute_units"] >= 1
     assert pocl["global_mem_bytes"] >= pocl["max_alloc_bytes"] > 0
@@ -57,7 +57,7 @@ def test_measure_a_kernel_twice_gives_one_row(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--kernel", f"{EXAMPLES}:scale", "--param", "n"], "expected NAME=VALUE for --param"),
+    (["--kernel", f"{EXAMPLES}:scale", "--param", "n"], "--param n: expected NAME=VALUE"),
     (["--kernel", f"{EXAMPLES}:scale", "--param", "n=ten"], "--param n: not a number"),
     (["--kernel", f"{EXAMPLES}:scale", "--param", "n=1.5"], "sizes must be integers"),
     (["--kernel", f"{EXAMPLES}:nothere", "--param", "n=10"], "no callable named 'nothere'"),

@@ -213,13 +213,14 @@ def test_the_first_fit_of_a_process_is_the_same_as_the_next():
     assert out.strip() == "True"
 
 
-@pytest.mark.parametrize("args", [["--model", "hong-kim"],
-                                  ["--model", "hong-kim", "--hardware", "gtx9999"]])
+@pytest.mark.parametrize(("args", "status"), [
+    (["--model", "hong-kim"], 1),  # the device has no hardware description: a failure
+    (["--model", "hong-kim", "--hardware", "gtx9999"], 2)])  # a bad argument
 def test_a_calibration_that_could_not_be_fitted_is_refused_before_measuring(
-        args, tmp_path, capsys, pocl):
+        args, status, tmp_path, capsys, pocl):
     from kernelcast.cli import main
 
     db = tmp_path / "cpu.sqlite"
-    assert main(["calibrate", "--device", "portable", "--db", str(db), *args]) == 1
+    assert main(["calibrate", "--device", "portable", "--db", str(db), *args]) == status
     assert "hardware" in capsys.readouterr().err
     assert not db.exists()

@@ -69,7 +69,7 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
 def calibrate(device: str | None = None, backend: str = "opencl", db=None,
               profile_path=None, suite: str | None = None, model: str | None = None,
               progress=None, cache: PropertyCache | None = None, params: dict | None = None,
-              **options):
+              wait: float = 0.0, **options):
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
     else *model* (default: extended on a GPU, paper otherwise) is fitted from, fit, save.
     Returns (model, profile path)."""
@@ -81,23 +81,24 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
     progress = STDERR if progress is None else progress
     if profile_path is not None:  # refused before anything is measured
         check_profile_path(profile_path)
-    runner = make_backend(backend, device)
-    if suite is None:
-        suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
-    model = model or default_model(suite)
-    suites = model_class(model).fit_suites(suite)
-    get_model(model, **(params or {})).check_before_measuring(runner.device.name)
-    store_path, default_profile = default_paths(runner.device.name, runner.name, model)
-    db = Path(db or store_path)
-    profile_path = check_profile_path(profile_path or default_profile)
-    stream = sys.stderr if progress is STDERR else progress
-    if stream is not None:
-        print(f"calibrating {runner.device.name} ({runner.name}, driver "
-              f"{runner.device.driver}) for the {model} model with the "
-              f"{' and '.join(suites)} suites into {db}", file=stream)
-    with Store(db, runner.identity) as store:
-        for name in suites:
-            measure_suite(get_suite(name), runner, store, progress=progress, **options)
+    with make_backend(backend, device, wait=wait) as runner:
+        if suite is None:
+            suite = "measurement" if runner.device.kind.endswith("GPU") else "measurement-cpu"
+        model = model or default_model(suite)
+        suites = model_class(model).fit_suites(suite)
+        get_model(model, **(params or {})).check_before_measuring(runner.device.name)
+        store_path, default_profile = default_paths(runner.device.name, runner.name, model)
+        default_db = db is None
+        db = Path(db or store_path)
+        profile_path = check_profile_path(profile_path or default_profile)
+        stream = sys.stderr if progress is STDERR else progress
+        if stream is not None:
+            print(f"calibrating {runner.device.name} ({runner.name}, driver "
+                  f"{runner.device.driver}) for the {model} model with the "
+                  f"{' and '.join(suites)} suites into {db}", file=stream)
+        with Store(db, runner.identity, create_dirs=default_db) as store:
+            for name in suites:
+                measure_suite(get_suite(name), runner, store, progress=progress, **options)
     fitted = fit_store(db, model, suite, cache, **(params or {}))
     save_profile(fitted, profile_path)
     return fitted, profile_path
@@ -167,7 +168,7 @@ def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str 
         from kernelcast.suites.paper import get_suite
 
         runner = make_backend(prov["backend"], prov["device"])
-        with Store(db, runner.identity) as store:
+        with runner, Store(db, runner.identity) as store:
             measure_suite(get_suite(suite), runner, store,
                           progress=STDERR if progress is None else progress, **options)
     cache = cache or PropertyCache()

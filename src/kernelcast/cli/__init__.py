@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import errno
+import signal
 import sys
 import traceback
 import warnings
 
 from kernelcast.cli import kernels, measuring, models
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
+from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
 from kernelcast.errors import DataDependentError, KernelcastError, ParameterError
 
@@ -96,6 +98,9 @@ def _device_args(p):
     p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"),
                    help="the API that runs kernels: OpenCL (pyopencl, default) or CUDA "
                         "(cupy)")
+    p.add_argument("--wait", type=nonnegative_float, default=0.0, metavar="SECONDS",
+                   help="if another campaign is measuring the device, wait this long for it "
+                        "(default: refuse at once, naming it)")
 
 
 def _registers_file(p):
@@ -296,8 +301,14 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     quiet = _one_line_warnings()
+    previous = signal.getsignal(signal.SIGTERM)
     try:
+        catch_sigterm()
         return args.run(args)
+    except (KeyboardInterrupt, Terminated) as stop:  # after the last committed row
+        line, status = interrupted(stop)
+        print(f"kernelcast: {line}", file=sys.stderr)
+        return status
     except (UsageError, ParameterError, DataDependentError) as err:  # fixed by arguments
         return _fail(err, 2, debug)
     except KernelcastError as err:
@@ -316,4 +327,5 @@ def main(argv=None) -> int:
         return _fail(err, 1, debug, f"{type(err).__name__}: {_one_line(err)} (please "
                      "report; --debug shows the traceback)", prefix="internal error")
     finally:
+        signal.signal(signal.SIGTERM, previous)
         quiet.__exit__(None, None, None)

@@ -9,25 +9,27 @@ from kernelcast.errors import UsageError
 
 
 def _measured_kernel(args):
-    """The factory and sizes of ``measure --kernel``, refused if sizes are missing."""
-    import loopy as lp
+    """The kernel builder and sizes of ``measure --kernel``, refused if the factory fails
+    or sizes are missing or unfit."""
+    import functools
 
-    from kernelcast.errors import NotALoopyKernelError
-    from kernelcast.frontends.files import load_factory
+    from kernelcast.frontends.files import build_kernel, load_factory
     from kernelcast.measure.arrays import check_sizes, size_parameters
 
     factory = load_factory(args.kernel)
     params = sizes(args.param)
-    knl = factory()
-    if not isinstance(knl, (lp.TranslationUnit, lp.LoopKernel)):
-        raise NotALoopyKernelError(f"{args.kernel} returned {type(knl).__name__}, "
-                                   "not a Loopy kernel")
+
+    @functools.wraps(factory)  # jobs are named after the factory where the kernel is not
+    def build():
+        return build_kernel(factory, args.kernel)
+
+    knl = build()
     missing = [p for p in size_parameters(knl) if p not in params]
     if missing:
         raise UsageError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
                          f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
     check_sizes(knl, params)  # n=0 against n >= 1, n=2**31 for an int32 n: nothing stored
-    return factory, params
+    return build, params
 
 
 def measure(args) -> int:
@@ -38,7 +40,7 @@ def measure(args) -> int:
     if bool(args.kernel) == bool(args.suite):
         raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")
     if args.kernel:  # checked before a store is opened
-        factory, params = _measured_kernel(args)
+        build, params = _measured_kernel(args)
     backend = make_backend(args.backend, args.device, args.build_options or "",
                            wait=getattr(args, "wait", 0.0))
     print(f"measuring on {backend.device.name} ({backend.name}, driver "
@@ -46,7 +48,7 @@ def measure(args) -> int:
     options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
     with backend, Store(args.db, backend.identity) as store:
         if args.kernel:
-            result = measure_kernel(factory, params, backend, store, **options)
+            result = measure_kernel(build, params, backend, store, **options)
         else:
             from kernelcast.suites.campaign import measure_suite
             from kernelcast.suites.paper import get_suite
@@ -123,6 +125,7 @@ def fit(args) -> int:
     from kernelcast.profile import save_profile
     from kernelcast.workflow import fit_store
 
-    model = fit_store(args.db, args.model, args.suite, **model_params(args))
+    model = fit_store(args.db, args.model, args.suite, profile_path=args.profile,
+                      **model_params(args))
     _print_fit(model, save_profile(model, args.profile))
     return 0

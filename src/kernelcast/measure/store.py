@@ -71,6 +71,18 @@ SCHEMA_STATUSES = {1: STATUSES[:6], 2: STATUSES[:8], 3: STATUSES}  # what each v
 IDENTITY = ("backend", "device", "driver")
 
 
+def _columns(version: int) -> list[str]:
+    """The columns of the measurements table of schema *version*, in order."""
+    if version not in _COLUMNS:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            conn.executescript(_schema(version))
+            _COLUMNS[version] = [r[1] for r in conn.execute("PRAGMA table_info(measurements)")]
+    return _COLUMNS[version]
+
+
+_COLUMNS: dict[int, list[str]] = {}
+
+
 def _schema(version: int) -> str:
     statuses = ", ".join(repr(s) for s in SCHEMA_STATUSES[version])
     checksum = "\n    checksum TEXT NOT NULL," if version >= 3 else ""
@@ -232,7 +244,7 @@ class Store:
             for table in ("measurements", "kernels"):
                 if table not in tables:
                     raise StoreError(f"{self.path} is damaged: it has no {table} table")
-            if (self.schema_version >= 3) != ("checksum" in self._columns):
+            if self._columns != _columns(self.schema_version):
                 raise StoreError(f"{self.path} is damaged: its measurements table does not "
                                  f"have the columns of schema version {self.schema_version}")
             if identity and identity.get("compute_units") and "compute_units" not in self.meta:
@@ -280,6 +292,8 @@ class Store:
     def _read_meta(self) -> dict:
         try:
             return dict(self._conn.execute("SELECT name, value FROM meta").fetchall())
+        except UnicodeDecodeError as err:  # SQLite's message quotes damaged schema bytes
+            raise self._failure(err, writing=False) from None
         except sqlite3.DatabaseError as err:
             if "no such table" in str(err) or "not a database" in str(err):
                 raise StoreMismatchError(f"{self.path} is not a kernelcast store: {err}"
@@ -292,6 +306,9 @@ class Store:
             *first, last = (str(v) for v in SCHEMA_STATUSES)
             raise StoreMismatchError(f"{self.path} has schema version {version}; this "
                                      f"kernelcast reads versions {', '.join(first)} and {last}")
+        lost = [k for k in IDENTITY if not isinstance(self.meta.get(k), str)]
+        if lost:
+            raise StoreError(f"{self.path} is damaged: its meta table has no {lost[0]}")
         if identity is None:
             return
         theirs = {k: self.meta.get(k) for k in IDENTITY}
@@ -310,6 +327,9 @@ class Store:
 
     def _failure(self, err: Exception, writing: bool) -> StoreError:
         """*err* (from SQLite or the OS) as one line naming the path."""
+        if isinstance(err, UnicodeDecodeError):
+            return StoreError(f"{self.path} is damaged: SQLite reports a damaged schema "
+                              "(its report is not even readable text)")
         text = str(err)
         number = getattr(err, "errno", None)
         stored = (f"{rows_added(self.path)} rows were stored by this run, nothing was lost; "
@@ -335,7 +355,7 @@ class Store:
             yield
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise
-        except (sqlite3.DatabaseError, OSError) as err:
+        except (sqlite3.DatabaseError, OSError, UnicodeDecodeError) as err:
             if writing:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.rollback()
@@ -359,7 +379,11 @@ class Store:
         """The compute units the device reported (SMs of an NVIDIA GPU), None for stores
         written before they were recorded."""
         value = self.meta.get("compute_units")
-        return int(value) if value else None
+        if not value:
+            return None
+        if not value.isdigit():
+            raise StoreError(f"{self.path} is damaged: its compute units are {value!r}")
+        return int(value)
 
     def close(self) -> None:
         self._conn.close()
@@ -400,7 +424,7 @@ class Store:
             if result.get(column) is not None:
                 try:
                     result[column] = json.loads(result[column])
-                except ValueError:
+                except (ValueError, TypeError):  # TypeError: a number where JSON text was
                     damage = damage or f"{column} is not JSON"
         if not damage and result["status"] not in self.statuses:
             damage = f"its status {result['status']!r} is not one of schema {self.schema_version}"

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, UsageError
 from kernelcast.fitting.overlap import (ITEMS_PER_UNIT_GRID, OverlapModel, overlap,
                                         term_group, waves)
 from kernelcast.metrics import geometric_mean, relative_errors
 from kernelcast.models.base import WeightedModel, register
 from kernelcast.models.extended.features import FEATURE_UNITS, features
 
+MAX_Q = 16  # (1e-6 s)**16 = 1e-96: far from underflow for any kernel's time
 # the q of lowest mean leave-one-class-out cross-validated error on the fitting suites of
 # both GPUs and both backends, of 1, 1.25, 1.5, 1.75, 2, 3, 4 and 6
 # (benchmarks/overlap_exponent.py, data/cv/, docs/results.md)
@@ -37,6 +38,9 @@ class ExtendedModel(WeightedModel):
 
     def __init__(self, *, q: float = OVERLAP_Q,
                  items_per_unit: tuple[int, ...] = ITEMS_PER_UNIT_GRID):
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 1 <= q <= MAX_Q:
+            raise UsageError(f"the overlap exponent q must be a number from 1 to {MAX_Q} "
+                             f"(beyond it, t**q of a time in seconds underflows), got {q!r}")
         self.q = q
         self.items_per_unit = tuple(items_per_unit)
 
