@@ -176,3 +176,16 @@ def test_cross_validations_over_different_classes_side_by_side():
     assert list(summary.index) == ["x", "y", "z", "overall"]
     text = report.format_side_by_side_summary({"a": a, "b": b})
     assert "cases" not in text and "–" in text
+
+
+def test_a_prediction_of_no_positive_time_is_shown_and_said_to_be_one():
+    import pandas as pd
+
+    from kernelcast.report import negative_notes
+
+    tables = {"paper": pd.DataFrame({"case_name": ["nbody/n=128", "fd/n=64", "mm/n=32"],
+                                     "predicted_s": [-1.93e-6, 2.0e-6, 0.0]}),
+              "extended": pd.DataFrame({"case_name": ["nbody/n=128"], "predicted_s": [3e-6]})}
+    [note] = negative_notes(tables)
+    assert note.startswith("the paper model predicts no positive time for 2 of 3 cases "
+                           "(nbody/n=128, mm/n=32)")

@@ -9,7 +9,7 @@ wraps. Statuses of a measurement other than ``ok`` are explained where they appe
 
 Public names: WIDTH, STATUS_MEANINGS, format_table, format_seconds, format_table1,
 format_table2, format_summary, format_side_by_side, format_side_by_side_summary,
-status_notes, print_evaluation, write_report.
+status_notes, negative_notes, print_evaluation, write_report.
 """
 
 from __future__ import annotations
@@ -217,6 +217,21 @@ def status_notes(statuses) -> list[str]:
             for status, count in counts.items() if status != "ok"]
 
 
+def negative_notes(tables: dict) -> list[str]:
+    """One line per model of *tables* that predicts a time of zero or less for some case:
+    shown as it is (it is the model's answer), never passed off as a run time."""
+    notes = []
+    for name, table in tables.items():
+        bad = table[~(table.predicted_s > 0)]
+        if len(bad):
+            cases = ", ".join(bad.case_name.astype(str)[:3]) + (", ..." if len(bad) > 3 else "")
+            notes.append(f"the {name} model predicts no positive time for {len(bad)} of "
+                         f"{len(table)} cases ({cases}): its weights combine to zero or less "
+                         "there (an unconstrained fit's negative weights); kc.predict "
+                         "refuses such a prediction")
+    return notes
+
+
 def _say(text: str = "") -> None:
     """Print prose wrapped to WIDTH columns."""
     print(textwrap.fill(text, WIDTH) if text else "")
@@ -252,6 +267,9 @@ def print_evaluation(model, tables: dict, cv: dict | None = None) -> None:
         _say()
         print(format_side_by_side(tables))
     for note in status_notes(_statuses(first)):
+        _say()
+        _say(note)
+    for note in negative_notes(tables):
         _say()
         _say(note)
     _say()
@@ -296,6 +314,7 @@ def write_report(out, model, table: pd.DataFrame, cv: pd.DataFrame | None = None
           f"{prov.get('kernelcast_version', '')}.", "",
           "## Table 1: test kernels, predicted and measured", "", format_table1(table, True)]
     md += [line for note in status_notes(_statuses(table)) for line in ("", note)]
+    md += [line for note in negative_notes({model.name: table}) for line in ("", note)]
     md += ["", format_summary(summary, True)]
     if hasattr(model, "weights_"):
         md += ["", "## Table 2: weights", "", format_table2(model, True)]

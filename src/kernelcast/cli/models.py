@@ -199,7 +199,8 @@ def demo(args) -> int:
           "§4-5)\n", flush=True)
     cache = PropertyCache()
     start = time.perf_counter()
-    model, path = calibrate(args.device, args.backend, cache=cache)
+    model, path = calibrate(args.device, args.backend, cache=cache,
+                            wait=getattr(args, "wait", 0.0))
     print(f"\ncalibrated in {time.perf_counter() - start:.0f} s; profile: {path}\n",
           flush=True)
     tables = run(model, others=("all",), cache=cache)
