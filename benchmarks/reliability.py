@@ -119,8 +119,19 @@ def one_kill(folder: Path, delay: float, target: str) -> dict:
 
 
 def kills(folder: Path, count: int, worker_count: int, rng: random.Random) -> dict:
-    delays = sorted(0.005 * (600 ** (i / max(count - 1, 1))) for i in range(count))
-    delays = [d * rng.uniform(0.8, 1.2) for d in delays]
+    """The campaign is run once to the end first (its store is the one corrupted later);
+    a third of the kills then come between 5 ms and a quarter of its duration, evenly on a
+    log scale (process start, store creation), the rest evenly up to 80% of it."""
+    started = time.monotonic()
+    whole = kernelcast(*CAMPAIGN, "--db", folder / "finished.sqlite")
+    duration = time.monotonic() - started
+    if whole.returncode != 0:
+        raise SystemExit(f"the campaign does not run here: {whole.stderr[-2000:]}")
+    early, late = count // 3, count - count // 3
+    quarter = max(duration / 4, 0.01)
+    delays = [0.005 * (quarter / 0.005) ** (i / max(early, 1)) for i in range(early)]
+    delays += [quarter + (0.8 * duration - quarter) * (i + 1) / late for i in range(late)]
+    delays = [d * rng.uniform(0.95, 1.0) for d in delays]
     runs = []
     for delay in delays:
         runs.append(one_kill(folder, delay, "campaign"))
@@ -128,10 +139,12 @@ def kills(folder: Path, count: int, worker_count: int, rng: random.Random) -> di
     for _ in range(worker_count):
         runs.append(one_kill(folder, 0.0, "worker"))
         print(f"  worker kill: {runs[-1]}", file=sys.stderr)
-    return {"runs": runs,
-            "campaign_kills": sum(r["target"] == "campaign" for r in runs),
-            "worker_kills": sum(r["target"] == "worker" for r in runs),
-            "survived": sum(r["survived"] for r in runs), "total": len(runs)}
+    killed = [r for r in runs if not r["ended_before_kill"]]
+    return {"runs": runs, "campaign_seconds": round(duration, 2),
+            "ended_before_kill": len(runs) - len(killed),
+            "campaign_kills": sum(r["target"] == "campaign" for r in killed),
+            "worker_kills": sum(r["target"] == "worker" for r in killed),
+            "survived": sum(r["survived"] for r in killed), "total": len(killed)}
 
 # }}}
 
@@ -250,17 +263,17 @@ def fuzz(count: int, folder: Path) -> dict | None:
     if not script.exists():
         return None
     out = folder / "fuzz.json"
-    result = subprocess.run([sys.executable, str(script), "--count", str(count), "--out",
+    result = subprocess.run([sys.executable, str(script), "--invocations", str(count),
                              str(out)], capture_output=True, text=True, timeout=3600,
                             check=False)
-    if result.returncode != 0 or not out.exists():
+    if not out.exists():  # it exits 1 when it found a lie, and still writes its summary
         return {"error": result.stderr[-2000:]}
     return json.loads(out.read_text())
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kills", type=int, default=12, help="campaigns killed (SIGKILL)")
+    parser.add_argument("--kills", type=int, default=15, help="campaigns killed (SIGKILL)")
     parser.add_argument("--worker-kills", type=int, default=3,
                         help="campaigns whose measuring worker is killed")
     parser.add_argument("--corruptions", type=int, default=200,
@@ -270,7 +283,7 @@ def main() -> int:
     parser.add_argument("--creators", type=int, default=8,
                         help="processes creating one store at once")
     parser.add_argument("--races", type=int, default=5, help="how many times")
-    parser.add_argument("--fuzz", type=int, default=3000,
+    parser.add_argument("--fuzz", type=int, default=5000,
                         help="malformed invocations (benchmarks/fuzz.py)")
     parser.add_argument("--seed", type=int, default=0, help="of every random choice")
     parser.add_argument("--out", default=str(ROOT / "data" / "reliability.json"),
@@ -283,7 +296,7 @@ def main() -> int:
         os.environ["KERNELCAST_LOCK_DIR"] = str(folder / "locks")
         print("kills ...", file=sys.stderr)
         killed = kills(folder, args.kills, args.worker_kills, rng)
-        finished = next(folder.glob("kill-campaign-*.sqlite"))
+        finished = folder / "finished.sqlite"
         print("corruptions ...", file=sys.stderr)
         corrupted = corruptions(folder, finished, args.corruptions, args.byte_flips, rng)
         print("concurrency ...", file=sys.stderr)

@@ -1118,9 +1118,11 @@ def section_reliability() -> list[str]:
         out += [f"`benchmarks/reliability.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
                 f"on {doc['machine']}, {doc['device']}, seed {doc['seed']}, "
                 f"{doc['seconds']:.0f} s. Data: `{rel(path)}` ({file_commit(path)}).", ""]
-        delays = [r["delay_s"] for r in kills["runs"] if r["target"] == "campaign"]
+        delays = [r["delay_s"] for r in kills["runs"]
+                  if r["target"] == "campaign" and not r["ended_before_kill"]]
         out += [f"- **Kills**: {kills['survived']} of {kills['total']} survived — "
-                f"{kills['campaign_kills']} campaigns killed with SIGKILL after "
+                f"{kills['campaign_kills']} campaigns ({kills['campaign_seconds']:.1f} s "
+                f"each when not killed) killed with SIGKILL after "
                 f"{min(delays) * 1e3:.0f} ms to {max(delays):.1f} s, then resumed (the "
                 "store absent or whole after the kill, every case stored exactly once, "
                 "the rows from before the kill unchanged, none damaged), and "
@@ -1134,7 +1136,9 @@ def section_reliability() -> list[str]:
             out.append(f"- **Corruptions, {what}**: {total} copies of a finished store: "
                        f"{parts} (detected: the row is reported damaged; refused: the store "
                        "is refused in one line; harmless: every row reads back as before; "
-                       f"undetected: {counts.get('undetected', 0)}).")
+                       "refused by SQLite: the flip broke a CHECK or UNIQUE constraint, so "
+                       "it could not be made; undetected: "
+                       f"{counts.get('undetected', 0)}).")
         conc = doc["concurrency"]
         refused = conc["second_campaign_refused_naming_the_first"]
         out.append(f"- **Concurrency**: a second campaign on the device being measured "
@@ -1144,11 +1148,14 @@ def section_reliability() -> list[str]:
         fz = doc.get("fuzz") or {}
         if "invocations" in fz:
             outcomes = ", ".join(f"{n} {k}" for k, n in sorted(fz["outcomes"].items()))
-            failures = sum(f["outcome"] == "failure" for f in fz.get("findings", []))
-            out.append(f"- **Fuzz** (`benchmarks/fuzz.py`): {fz['invocations']} malformed "
-                       f"invocations of every verb: {outcomes}; {failures} with a traceback, "
-                       "an exit status other than 0, 1 and 2, or more than one error line; "
-                       f"data/ changed: {'no' if not fz.get('data_changed') else 'YES'}.")
+            failures = fz["outcomes"].get("failure", 0) + fz["outcomes"].get("known", 0)
+            out.append(f"- **Fuzz** (`benchmarks/fuzz.py`, seed {fz['seed']}, "
+                       f"{fz['seconds']:.0f} s): {fz['invocations']} malformed invocations of "
+                       f"every verb: {outcomes}; {failures} with a traceback, an exit status "
+                       "other than 0, 1 and 2, or a failure not said in exactly one error "
+                       f"line; data/ changed: {'no' if not fz.get('data_changed') else 'YES'}. "
+                       "(error 1/2: one-line error with that status; usage: argparse's "
+                       "usage error; help: --help.)")
         else:
             out.append("- **Fuzz**: not run with this summary.")
         out += ["", "Exit statuses: 0 success; 1 the job failed; 2 a usage error; 130 and "

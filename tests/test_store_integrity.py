@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_store import IDENTITY, _row  # one row maker for both files
 
 from kernelcast.errors import DamagedRowsWarning, StoreError, UsageError
 from kernelcast.fitting.dataset import load_dataset
@@ -32,19 +33,8 @@ from kernelcast.measure.store import (
 )
 
 COMMITTED = Path(__file__).resolve().parent.parent / "data" / "h100" / "opencl.sqlite"
-IDENTITY = {"backend": "opencl", "device": "Test Device", "driver": "1.0"}
 RESUME = ("rows were stored by this run, nothing was lost; {} and run the same command "
           "again to resume")
-
-
-def _row(key="k1", status="ok", **fields):
-    row = {"key": key, "case_name": f"case-{key}", "params": {"n": 1024, "m": 8},
-           "kernelcast_version": "test", "status": status}
-    if status in ("ok", "unstable"):
-        row.update(min_s=1e-5, median_s=1.1e-5, times_s=[3e-5, 1e-5, 1.1e-5, 1.2e-5],
-                   dropped=1, attempts=1, spreads=[0.1])
-    row.update(fields)
-    return row
 
 
 def _flip(x: float, bit: int = 0) -> float:

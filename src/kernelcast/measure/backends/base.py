@@ -14,7 +14,7 @@ process or in a worker process (kernelcast.measure.backends.isolated) that may c
 without taking the campaign with it. A backend may hold its device's lock (kernelcast.measure.lock) until
 closed.
 
-Public names: Backend, CompileError, OutOfMemory, LaunchError, check_fits, host_view,
+Public names: Backend, DeviceHolder, CompileError, OutOfMemory, LaunchError, check_fits, host_view,
 compiler_log, captured_stderr.
 """
 
@@ -98,7 +98,32 @@ def host_view(flat: np.ndarray, spec: ArraySpec) -> np.ndarray:
                                            tuple(s * item for s in spec.strides))
 
 
-class Backend(ABC):
+class DeviceHolder:
+    """What every backend, in this process or in a worker, shares: the device's identity
+    and lock, released by close() or at the end of a ``with`` block."""
+
+    name = ""
+    device: DeviceInfo
+    lock = None  # the device's DeviceLock, if this backend holds it
+
+    @property
+    def identity(self) -> dict:
+        return {"backend": self.name, "device": self.device.name,
+                "driver": self.device.driver, "compute_units": self.device.compute_units}
+
+    def close(self) -> None:
+        """Release the device (and its lock)."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Backend(DeviceHolder, ABC):
     """One device through one vendor API; see the module docstring. Subclasses set
     ``name``, ``device`` and ``build_options`` and implement the four abstract methods."""
 
@@ -152,20 +177,3 @@ class Backend(ABC):
         finally:
             self.release(args)
 
-    lock = None  # the device's DeviceLock, if this backend holds it
-
-    def close(self) -> None:
-        """Release the device (and its lock)."""
-        if self.lock is not None:
-            self.lock.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def identity(self) -> dict:
-        return {"backend": self.name, "device": self.device.name,
-                "driver": self.device.driver, "compute_units": self.device.compute_units}

@@ -29,22 +29,21 @@ import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, MissingDependencyError, UsageError
+from kernelcast.measure.backends.base import (
+    CompileError,
+    DeviceHolder,
+    LaunchError,
+    OutOfMemory,
+)
 
 # errors the worker sends back by name; anything else arrives as KernelcastError
-_ERRORS = ("CompileError", "OutOfMemory", "LaunchError", "MissingDependencyError",
-           "UsageError")
+_ERRORS = {error.__name__: error for error in (CompileError, OutOfMemory, LaunchError,
+                                                MissingDependencyError, UsageError)}
 
 
 class WorkerCrashed(KernelcastError):
     """The worker process died while running a case (the message names the signal)."""
-
-
-def _error_class(name: str):
-    import kernelcast.errors as errors
-    import kernelcast.measure.backends.base as base
-
-    return getattr(base, name, None) or getattr(errors, name, KernelcastError)
 
 
 def _describe(returncode: int | None) -> str:
@@ -59,7 +58,7 @@ def _describe(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-class IsolatedBackend:
+class IsolatedBackend(DeviceHolder):
     """The backend *name* ("opencl" or "cuda") on *device* (a DeviceInfo), in a worker
     process; the same compile, run_once and time_case as an in-process Backend."""
 
@@ -68,11 +67,6 @@ class IsolatedBackend:
             name, device, build_options, lock)
         self._process = self._conn = None
         self.starts = 0  # workers started: more than one after crashes or launch errors
-
-    @property
-    def identity(self) -> dict:
-        return {"backend": self.name, "device": self.device.name,
-                "driver": self.device.driver, "compute_units": self.device.compute_units}
 
     # {{{ the worker's life
 
@@ -115,14 +109,7 @@ class IsolatedBackend:
     def close(self) -> None:
         """End the worker and release the device's lock."""
         self._stop()
-        if self.lock is not None:
-            self.lock.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().close()
 
     def _request(self, *message):
         try:
@@ -146,7 +133,7 @@ class IsolatedBackend:
             # the context may be poisoned (an illegal address on CUDA fails every later
             # call; NVIDIA's OpenCL reports one as OUT_OF_RESOURCES): a new worker next
             self._stop(kill=True)
-        raise _error_class(kind)(text)
+        raise _ERRORS.get(kind, KernelcastError)(text)
 
     def _call(self, *message):
         if self._process is None:
