@@ -43,10 +43,10 @@ def measure(args) -> int:
         build, params = _measured_kernel(args)
     backend = make_backend(args.backend, args.device, args.build_options or "",
                            wait=getattr(args, "wait", 0.0))
-    print(f"measuring on {backend.device.name} ({backend.name}, driver "
-          f"{backend.device.driver}) into {args.db}", file=sys.stderr)
     options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
     with backend, Store(args.db, backend.identity) as store:
+        print(f"measuring on {backend.device.name} ({backend.name}, driver "
+              f"{backend.device.driver}) into {args.db}", file=sys.stderr)
         if args.kernel:
             result = measure_kernel(build, params, backend, store, **options)
         else:
