@@ -71,8 +71,8 @@ def store_rows(db: Path):
 
 # {{{ kills
 
-def one_kill(folder: Path, delay: float, target: str) -> dict:
-    db = folder / f"kill-{target}-{delay:.3f}.sqlite"
+def one_kill(folder: Path, delay: float, target: str, index: int) -> dict:
+    db = folder / f"kill-{target}-{index}.sqlite"
     command = [sys.executable, "-m", "kernelcast", *CAMPAIGN, "--db", str(db)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
@@ -133,11 +133,11 @@ def kills(folder: Path, count: int, worker_count: int, rng: random.Random) -> di
     delays += [quarter + (0.8 * duration - quarter) * (i + 1) / late for i in range(late)]
     delays = [d * rng.uniform(0.95, 1.0) for d in delays]
     runs = []
-    for delay in delays:
-        runs.append(one_kill(folder, delay, "campaign"))
+    for index, delay in enumerate(delays):
+        runs.append(one_kill(folder, delay, "campaign", index))
         print(f"  kill after {delay:.3f} s: {runs[-1]}", file=sys.stderr)
-    for _ in range(worker_count):
-        runs.append(one_kill(folder, 0.0, "worker"))
+    for index in range(worker_count):
+        runs.append(one_kill(folder, 0.0, "worker", index))
         print(f"  worker kill: {runs[-1]}", file=sys.stderr)
     killed = [r for r in runs if not r["ended_before_kill"]]
     return {"runs": runs, "campaign_seconds": round(duration, 2),

@@ -1134,11 +1134,11 @@ def section_reliability() -> list[str]:
             total = sum(counts.values())
             parts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             out.append(f"- **Corruptions, {what}**: {total} copies of a finished store: "
-                       f"{parts} (detected: the row is reported damaged; refused: the store "
-                       "is refused in one line; harmless: every row reads back as before; "
-                       "refused by SQLite: the flip broke a CHECK or UNIQUE constraint, so "
-                       "it could not be made; undetected: "
-                       f"{counts.get('undetected', 0)}).")
+                       f"{parts}; undetected: {counts.get('undetected', 0)}.")
+        out.append("  (Detected: the row is reported damaged and left out of fits; refused: "
+                   "the store is refused in one line; harmless: every row reads back as "
+                   "before; refused by SQLite: the flip broke a CHECK or UNIQUE constraint, "
+                   "so it could not be made.)")
         conc = doc["concurrency"]
         refused = conc["second_campaign_refused_naming_the_first"]
         out.append(f"- **Concurrency**: a second campaign on the device being measured "
