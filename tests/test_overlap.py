@@ -253,3 +253,11 @@ def test_format_2_profiles_with_a_bad_overlap_are_refused(tmp_path, bad):
         _extended(tmp_path, bad)
 
 # }}}
+
+
+@pytest.mark.parametrize("bad", [17, 1e6, True])
+def test_an_overlap_exponent_too_large_to_compute_with_is_refused(bad):
+    from kernelcast.models import get_model
+
+    with pytest.raises(KernelcastError, match="at most 16"):
+        get_model("extended", q=bad)

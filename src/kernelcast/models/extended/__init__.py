@@ -39,8 +39,9 @@ class ExtendedModel(WeightedModel):
     def __init__(self, *, q: float = OVERLAP_Q,
                  items_per_unit: tuple[int, ...] = ITEMS_PER_UNIT_GRID):
         if isinstance(q, bool) or not isinstance(q, (int, float)) or not 1 <= q <= MAX_Q:
-            raise UsageError(f"the overlap exponent q must be a number from 1 to {MAX_Q} "
-                             f"(beyond it, t**q of a time in seconds underflows), got {q!r}")
+            raise UsageError(f"the overlap exponent q must be a number of at least 1 and at "
+                             f"most {MAX_Q} (beyond it, t**q of a time in seconds "
+                             f"underflows), got {q!r}")
         self.q = q
         self.items_per_unit = tuple(items_per_unit)
 
