@@ -6,7 +6,10 @@ load_dataset, load_profile, save_profile, predict, explain; and the errors and w
 of kernelcast.errors. GPU libraries are imported only when a backend is made.
 """
 
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from kernelcast.errors import (
     AssumedValueWarning,
@@ -23,22 +26,44 @@ from kernelcast.errors import (
     UnsupportedKernelError,
     UsageError,
 )
-from kernelcast.fitting.dataset import load_dataset
-from kernelcast.models import (
-    ExtendedModel,
-    HongKimModel,
-    Model,
-    PaperModel,
-    get_model,
-    model_names,
-)
-from kernelcast.profile import load_profile, save_profile
-from kernelcast.properties import PROPERTY_NAMES, UNITS, AccessInfo, Properties, extract_properties
 from kernelcast.version import __version__
+
+if TYPE_CHECKING:
+    from kernelcast.models import Model
+
+# The rest loads on first use (PEP 562): importing any kernelcast module imports this
+# package first, and a measuring worker process must not pay for Loopy.
+_LAZY = {
+    "load_dataset": "kernelcast.fitting.dataset",
+    "ExtendedModel": "kernelcast.models", "HongKimModel": "kernelcast.models",
+    "Model": "kernelcast.models", "PaperModel": "kernelcast.models",
+    "get_model": "kernelcast.models", "model_names": "kernelcast.models",
+    "load_profile": "kernelcast.profile", "save_profile": "kernelcast.profile",
+    "PROPERTY_NAMES": "kernelcast.properties", "UNITS": "kernelcast.properties",
+    "AccessInfo": "kernelcast.properties", "Properties": "kernelcast.properties",
+    "extract_properties": "kernelcast.properties",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kernelcast' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])
 
 
 def _as_model(model) -> Model:
     """*model* itself, or the model of the profile at the path *model* names."""
+    from kernelcast.models import Model
+    from kernelcast.profile import load_profile
+
     if isinstance(model, Model):
         return model
     if isinstance(model, str | os.PathLike):
