@@ -104,6 +104,7 @@ def derive(gpu: str, data: Path) -> dict:
         "shared_mem_per_sm": device["sharedMemPerMultiprocessor"],
         "registers_per_sm": device["regsPerMultiprocessor"],
         "sector_bytes": SECTOR_BYTES,
+        "compute_capability": f"{device['major']}.{device['minor']}",
         "sources": {
             "sector_bytes": SECTOR_SOURCE,
             "mem_ld": f"{measured}: chain global, {few} work-groups, "
@@ -116,7 +117,8 @@ def derive(gpu: str, data: Path) -> dict:
             "issue_cycles": f"{measured}: arithmetic add, {add['params']}",
             **{k: f"data/{gpu}/cuda-device.json (CUDA device properties)" for k in (
                 "warp_size", "active_sms", "freq_hz", "max_active_warps_per_sm",
-                "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm")}},
+                "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm",
+                "compute_capability")}},
     }
     return hw
 

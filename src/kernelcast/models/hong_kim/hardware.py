@@ -50,6 +50,7 @@ class Hardware:
     shared_mem_per_sm: int  # bytes
     sector_bytes: int  # bytes of the smallest global-memory transaction
     registers_per_sm: int | None = None
+    compute_capability: str | None = None  # "major.minor": which coalescing rules apply
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
 
