@@ -1,0 +1,21 @@
+"""GROPHECY code skeletons (Meng et al., SC'11, §5): a parser to a typed IR.
+
+A skeleton declares arrays and macros and describes one or more ``parallel_for`` loop
+spaces whose tasks load, store and compute; docs/grophecy-skeletons.md describes the
+language. Every problem raises :class:`SkeletonError` (``path:line:column: message``).
+
+Public names: parse_skeleton, load_skeleton, SkeletonError, read_sample, sample_path,
+iter_statements, Skeleton, Macro, Array, ParallelFor, Loop, Access, Comp, Assign, Affine,
+Indirect, Index, Statement, ELEMENT_BYTES, BOUND_KINDS.
+"""
+
+from .errors import SkeletonError
+from .ir import (BOUND_KINDS, ELEMENT_BYTES, Access, Affine, Array, Assign, Comp, Index,
+                 Indirect, Loop, Macro, ParallelFor, Skeleton, Statement, iter_statements)
+from .parser import load_skeleton, parse_skeleton
+from .sample import read_sample, sample_path
+
+__all__ = ["parse_skeleton", "load_skeleton", "SkeletonError", "read_sample", "sample_path",
+           "iter_statements", "Skeleton", "Macro", "Array", "ParallelFor", "Loop", "Access",
+           "Comp", "Assign", "Affine", "Indirect", "Index", "Statement", "ELEMENT_BYTES",
+           "BOUND_KINDS"]

@@ -1,0 +1,127 @@
+"""Parsing skeleton text with lark (LALR) and mapping lark's errors to SkeletonError.
+
+Public names: parse_skeleton, load_skeleton.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Mapping
+
+from kernelcast.errors import UsageError
+
+from .errors import SkeletonError
+from .ir import Skeleton
+from .semantics import build
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_NAMED = {"NAME": "a name", "INT": "an integer", "STRING": "a string",
+          "$END": "end of input", "ADDOP": "'+' or '-'", "MULOP": "'*' or '/'"}
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    import lark
+
+    return lark.Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
+                     propagate_positions=True, maybe_placeholders=False)
+
+
+def _describe(name: str) -> str:
+    if name in _NAMED:
+        return _NAMED[name]
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name
+    return f"'{pattern.value}'" if pattern.type == "str" else name
+
+
+def _expected(names) -> str:
+    described = sorted({_describe(n) for n in names})
+    if not described:
+        return ""
+    if len(described) == 1:
+        return f"expected {described[0]}"
+    return "expected one of " + ", ".join(described)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    line = text.count("\n") + 1
+    return line, len(text) - (text.rfind("\n") + 1) + 1
+
+
+def _syntax_error(exc, text: str, path: str) -> SkeletonError:
+    import lark
+
+    if isinstance(exc, lark.UnexpectedCharacters):
+        pos = exc.pos_in_stream
+        if text.startswith("/*", pos):
+            message = "unterminated comment ('/*' without '*/')"
+        elif text[pos] == '"':
+            message = "unterminated string"
+        else:
+            message = f"unexpected character {text[pos]!r}"
+            if exc.allowed:
+                message += f"; {_expected(exc.allowed)}"
+        return SkeletonError(path, exc.line, exc.column, message)
+    token = getattr(exc, "token", None)
+    expected = _expected(getattr(exc, "expected", None) or ())
+    if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
+        line, column = _end_position(text)
+        got = "end of input"
+    else:
+        line, column = token.line, token.column
+        got = f"'{token}'"
+        start = getattr(token, "start_pos", None)
+        if start is not None and text.startswith("/*", start):
+            return SkeletonError(path, line, column, "unterminated comment ('/*' without '*/')")
+    message = f"{expected}, got {got}" if expected else f"unexpected {got}"
+    return SkeletonError(path, line, column, message)
+
+
+def _check_defines(defines):
+    if defines is None:
+        return None
+    out = {}
+    for name, value in dict(defines).items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise UsageError(f"macro name {name!r} is not an identifier")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"macro {name} must be an integer, got {value!r}")
+        out[name] = value
+    return out
+
+
+def parse_skeleton(text: str, path: str = "<string>",
+                   defines: Mapping[str, int] | None = None) -> Skeleton:
+    """Parse and check a skeleton; ``defines`` supplies or overrides macros (as ``-D``
+    does), so one skeleton serves workloads at several scales (§5)."""
+    import lark
+
+    defines = _check_defines(defines)
+    try:
+        tree = _parser().parse(text)
+    except lark.exceptions.UnexpectedInput as exc:
+        raise _syntax_error(exc, text, path) from None
+    try:
+        return build(tree, path, defines, _end_position(text))
+    except RecursionError:
+        raise SkeletonError(path, 1, 1, "the skeleton is nested too deeply") from None
+
+
+def load_skeleton(path, defines: Mapping[str, int] | None = None) -> Skeleton:
+    """Read a skeleton file (UTF-8) and parse it."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SkeletonError(name, None, None, f"cannot read the skeleton: "
+                                              f"{exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _end_position(data[:exc.start].decode("utf-8", "replace"))
+        raise SkeletonError(name, line, column, "the file is not UTF-8 text") from None
+    return parse_skeleton(text, name, defines)
