@@ -62,9 +62,9 @@ def _syntax_error(exc, text: str, path: str) -> SkeletonError:
         elif text[pos] == '"':
             message = "unterminated string"
         else:
+            # lark's "allowed" set here is the whole lexer's, not the parser state's:
+            # listing it would mislead, so only the character is named.
             message = f"unexpected character {text[pos]!r}"
-            if exc.allowed:
-                message += f"; {_expected(exc.allowed)}"
         return SkeletonError(path, exc.line, exc.column, message)
     token = getattr(exc, "token", None)
     expected = _expected(getattr(exc, "expected", None) or ())
