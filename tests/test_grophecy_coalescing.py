@@ -88,3 +88,17 @@ def test_every_packaged_gpu_says_its_compute_capability_and_where_from(gpu, capa
 def test_table_3_as_published():
     assert (compiler.UNROLL_GROUP, compiler.PER_BRANCH, compiler.PER_LOOP_ITERATION,
             compiler.PER_SHARED_LOAD, compiler.PER_UNCOALESCED_INDEX) == (16, 3, 5, 2, 4)
+
+
+@pytest.mark.parametrize("bad", ["9", "nine.0", 9.0, ["9", "0"]])
+def test_a_hardware_file_with_a_malformed_compute_capability_is_refused(tmp_path, bad):
+    import json
+
+    from kernelcast.errors import ProfileError
+
+    data = json.loads((load_hardware.__globals__["HARDWARE_DIR"] / "h100.json").read_text())
+    data["compute_capability"] = bad
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="compute_capability .* is not 'major.minor'"):
+        load_hardware(str(path))

@@ -59,7 +59,7 @@ def known_hardware() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.json"))
 
 
-_OPTIONAL = ("registers_per_sm", "sources", "guessed")
+_OPTIONAL = ("registers_per_sm", "compute_capability", "sources", "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
              "shared_mem_per_sm", "sector_bytes", "registers_per_sm")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
@@ -98,6 +98,10 @@ def check_hardware(data, source: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value) or value <= 0:
             problems.append(f"{name} {_describe(value)} is not a positive number")
+    capability = data.get("compute_capability")
+    if capability is not None and not (isinstance(capability, str) and len(
+            capability.split(".")) == 2 and all(p.isdigit() for p in capability.split("."))):
+        problems.append(f"compute_capability {_describe(capability)} is not 'major.minor'")
     sources = data.get("sources")
     if sources is not None and not (isinstance(sources, dict) and all(
             isinstance(v, str) for v in sources.values())):
