@@ -386,3 +386,11 @@ def test_intersect_is_exact_and_union_covers():
             # smallest progression: same first and last values, stride the gcd of the gaps
             assert u.lower == min(ea | eb) and u.last == max(ea | eb)
             assert u.stride == (gcd(*(x - u.lower for x in ea | eb)) or 1)
+
+
+def test_docs_example_runs():
+    import doctest
+    from pathlib import Path
+    page = Path(__file__).resolve().parents[1] / "docs" / "grophecy.md"
+    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted >= 5
