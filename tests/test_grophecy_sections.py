@@ -319,7 +319,7 @@ def _touched(accesses, tile):
     out = set()
     for point in _points(tile):
         for a in accesses:
-            elem = tuple(ix.const + sum(c * point[n] for n, c in ix.coeffs) for ix in a.indices)
+            elem = tuple(ix.const + sum(c * point[n] for n, c in ix.terms) for ix in a.indices)
             if all(0 <= e < d for e, d in zip(elem, a.dims)):
                 out.add(elem)
     return out

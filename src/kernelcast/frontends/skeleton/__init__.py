@@ -10,12 +10,45 @@ Indirect, Index, Statement, ELEMENT_BYTES, BOUND_KINDS.
 """
 
 from .errors import SkeletonError
-from .ir import (BOUND_KINDS, ELEMENT_BYTES, Access, Affine, Array, Assign, Comp, Index,
-                 Indirect, Loop, Macro, ParallelFor, Skeleton, Statement, iter_statements)
+from .ir import (
+                 BOUND_KINDS,
+                 ELEMENT_BYTES,
+                 Access,
+                 Affine,
+                 Array,
+                 Assign,
+                 Comp,
+                 Index,
+                 Indirect,
+                 Loop,
+                 Macro,
+                 ParallelFor,
+                 Skeleton,
+                 Statement,
+                 iter_statements,
+)
 from .parser import load_skeleton, parse_skeleton
 from .sample import read_sample, sample_path
 
-__all__ = ["parse_skeleton", "load_skeleton", "SkeletonError", "read_sample", "sample_path",
-           "iter_statements", "Skeleton", "Macro", "Array", "ParallelFor", "Loop", "Access",
-           "Comp", "Assign", "Affine", "Indirect", "Index", "Statement", "ELEMENT_BYTES",
-           "BOUND_KINDS"]
+__all__ = [
+                 "BOUND_KINDS",
+                 "ELEMENT_BYTES",
+                 "Access",
+                 "Affine",
+                 "Array",
+                 "Assign",
+                 "Comp",
+                 "Index",
+                 "Indirect",
+                 "Loop",
+                 "Macro",
+                 "ParallelFor",
+                 "Skeleton",
+                 "SkeletonError",
+                 "Statement",
+                 "iter_statements",
+                 "load_skeleton",
+                 "parse_skeleton",
+                 "read_sample",
+                 "sample_path",
+]

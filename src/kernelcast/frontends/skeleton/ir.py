@@ -13,8 +13,8 @@ ParallelFor, Statement, Skeleton, iter_statements, ELEMENT_BYTES, BOUND_KINDS.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 #: Bytes per element of each element type a skeleton may declare (ElemBytes(D), §6.3).
 ELEMENT_BYTES = {"char": 1, "short": 2, "int": 4, "long": 8, "float": 4, "double": 8}
@@ -26,11 +26,28 @@ BOUND_KINDS = ("constant", "macro", "affine", "data_dependent")
 
 @dataclass(frozen=True)
 class Affine:
-    """``sum(coeff * index for index, coeff in terms) + const``; terms are sorted by
-    index name and never hold a zero coefficient."""
+    """``sum(coeff * index for index, coeff in terms) + const``; terms (given as pairs or
+    a mapping) are kept sorted by index name, without zero coefficients. The data-usage
+    algebra (kernelcast.models.grophecy.sections) uses the same class."""
 
     terms: tuple[tuple[str, int], ...] = ()
     const: int = 0
+
+    def __post_init__(self) -> None:
+        items = self.terms.items() if isinstance(self.terms, Mapping) else self.terms
+        pairs = tuple(sorted((str(n), c) for n, c in items if c != 0))
+        for name, c in pairs:
+            if not isinstance(c, int) or isinstance(c, bool):
+                raise TypeError(f"coefficient of {name!r} must be an integer, not {c!r}")
+        if len({n for n, _ in pairs}) != len(pairs):
+            raise TypeError(f"an affine index names a loop index twice: {pairs}")
+        if not isinstance(self.const, int) or isinstance(self.const, bool):
+            raise TypeError(f"affine constant must be an integer, not {self.const!r}")
+        object.__setattr__(self, "terms", pairs)
+
+    def value(self, point: Mapping[str, int]) -> int:
+        """The index at the loop indices *point*."""
+        return self.const + sum(c * point[n] for n, c in self.terms)
 
     @property
     def is_constant(self) -> bool:
@@ -56,7 +73,7 @@ class Indirect:
     the element is written inline (``M[i][n]``)."""
 
     array: str
-    indices: tuple["Index", ...]
+    indices: tuple[Index, ...]
     scale: int = 1
     offset: Affine = Affine()
     via: str | None = None
@@ -70,7 +87,7 @@ class Indirect:
         return s
 
 
-Index = Union[Affine, Indirect]
+Index = Affine | Indirect
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,7 @@ class Loop:
     upper: Index
     bound_kind: str
     hint: int | None
-    body: tuple["Statement", ...]
+    body: tuple[Statement, ...]
     line: int = 0
     column: int = 0
 
@@ -168,7 +185,7 @@ class Loop:
         return self.hint
 
 
-Statement = Union[Access, Comp, Assign, Loop]
+Statement = Access | Comp | Assign | Loop
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ Public names: parse_skeleton, load_skeleton.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from kernelcast.errors import UsageError
 

@@ -11,13 +11,24 @@ Public names: build.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from lark import Token, Tree
 
 from .errors import SkeletonError
-from .ir import (ELEMENT_BYTES, Access, Affine, Array, Assign, Comp, Indirect, Loop, Macro,
-                 ParallelFor, Skeleton)
+from .ir import (
+    ELEMENT_BYTES,
+    Access,
+    Affine,
+    Array,
+    Assign,
+    Comp,
+    Indirect,
+    Loop,
+    Macro,
+    ParallelFor,
+    Skeleton,
+)
 
 ARRAY_HINT_KEYS = ("sample",)
 

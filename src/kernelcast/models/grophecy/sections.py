@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from math import gcd, prod
 
 from kernelcast.errors import UsageError
+from kernelcast.frontends.skeleton.ir import Affine  # one affine index for both
 
 
 @dataclass(frozen=True)
@@ -142,29 +143,6 @@ def meet(x: Tile, y: Tile) -> Tile:
 
 
 @dataclass(frozen=True)
-class Affine:
-    """One dimension's index Σ coeffs[i]·i + const over loop indices i (zero terms dropped)."""
-
-    coeffs: tuple[tuple[str, int], ...] = ()
-    const: int = 0
-
-    def __post_init__(self) -> None:
-        items = self.coeffs.items() if isinstance(self.coeffs, Mapping) else self.coeffs
-        pairs = tuple(sorted((str(n), c) for n, c in items if c != 0))
-        for name, c in pairs:
-            if not isinstance(c, int) or isinstance(c, bool):
-                raise UsageError(f"coefficient of {name!r} must be an integer, not {c!r}")
-        if len({n for n, _ in pairs}) != len(pairs):
-            raise UsageError(f"an affine index names a loop index twice: {pairs}")
-        if not isinstance(self.const, int) or isinstance(self.const, bool):
-            raise UsageError(f"affine constant must be an integer, not {self.const!r}")
-        object.__setattr__(self, "coeffs", pairs)
-
-    def value(self, point: Mapping[str, int]) -> int:
-        return self.const + sum(c * point[n] for n, c in self.coeffs)
-
-
-@dataclass(frozen=True)
 class Indirect:
     """A data-dependent index (e.g. B[I[n]]): anywhere in the dimension (§6.3's worst
     case) unless ``bound``, a user's hint, gives its range."""
@@ -249,7 +227,7 @@ def _affine_range(index: Affine, tile: Tile) -> Range:
     """
     lo = hi = index.const
     g = 0
-    for name, c in index.coeffs:
+    for name, c in index.terms:
         r = tile[name]
         if not r.count:
             return EMPTY

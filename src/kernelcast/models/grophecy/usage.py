@@ -25,7 +25,14 @@ from fractions import Fraction
 from math import ceil
 
 from kernelcast.errors import UsageError
-from kernelcast.models.grophecy.sections import Access, Footprint, Range, Tile, footprint, size
+from kernelcast.models.grophecy.sections import (
+    Access,
+    Footprint,
+    Range,
+    Tile,
+    footprint,
+    size,
+)
 
 
 def _ratio(num: int, den: int, what: str) -> Fraction:
