@@ -4,6 +4,7 @@ Modules: ``sections`` (bounded regular sections: ranges, tiles, accesses, patter
 footprints, §6.3), ``usage`` (the data-usage equations (1)–(6) of §6.4–6.6), ``skeletons``
 (a parsed code skeleton's accesses in that algebra), ``coalescing`` (transactions of a
 warp's access by compute capability, §7.2), ``compiler`` (Table 3) and ``instructions``
-(equations (7) and (9)–(17)). The layout search and the model class that puts them behind
+(equations (7) and (9)–(17)), ``layouts`` (block shapes and foldings, §6.2). The rest of the
+layout search and the model class that puts them behind
 kernelcast's model interface come later.
 """
