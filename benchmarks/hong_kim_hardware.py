@@ -46,6 +46,7 @@ def query(out: Path) -> None:
     keep = ("name", "multiProcessorCount", "clockRate", "warpSize",
             "maxThreadsPerMultiProcessor", "maxBlocksPerMultiProcessor",
             "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin", "regsPerMultiprocessor",
+            "maxThreadsPerBlock",
             "memoryClockRate", "memoryBusWidth", "l2CacheSize", "major", "minor")
     device = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in props.items()
               if k in keep}
@@ -103,6 +104,8 @@ def derive(gpu: str, data: Path) -> dict:
         "max_active_blocks_per_sm": device["maxBlocksPerMultiProcessor"],
         "shared_mem_per_sm": device["sharedMemPerMultiprocessor"],
         "registers_per_sm": device["regsPerMultiprocessor"],
+        "max_threads_per_block": device["maxThreadsPerBlock"],
+        "shared_mem_per_block": device["sharedMemPerBlockOptin"],
         "sector_bytes": SECTOR_BYTES,
         "compute_capability": f"{device['major']}.{device['minor']}",
         "sources": {
@@ -118,7 +121,7 @@ def derive(gpu: str, data: Path) -> dict:
             **{k: f"data/{gpu}/cuda-device.json (CUDA device properties)" for k in (
                 "warp_size", "active_sms", "freq_hz", "max_active_warps_per_sm",
                 "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm",
-                "compute_capability")}},
+                "compute_capability", "max_threads_per_block", "shared_mem_per_block")}},
     }
     return hw
 

@@ -3,7 +3,7 @@
 import pytest
 
 from kernelcast.errors import UsageError
-from kernelcast.models.grophecy.layouts import block_shapes, foldings
+from kernelcast.models.grophecy.layouts import MAX_TASKS, block_shapes, foldings
 
 
 def test_power_of_two_blocks_of_at_most_512_threads_over_matmuls_loops():
@@ -21,12 +21,24 @@ def test_a_short_loop_limits_its_side():
     assert len(block_shapes((3, 1000), 1024)) == 20
 
 
+def test_blocks_hold_whole_warps_unless_the_space_is_smaller():
+    # with 32-thread warps: 2^a x 2^b with 5 <= a + b <= 9: 55 less the 15 with
+    # a + b <= 4 (5 + 4 + 3 + 2 + 1) = 40
+    blocks = block_shapes((800, 800), 512, warp_size=32)
+    assert len(blocks) == 40 and (4, 4) not in blocks and (1, 32) in blocks
+    # a 4 x 4 space has 16 tasks: its blocks go down to them, not below
+    assert block_shapes((4, 4), 512, warp_size=32) == [(4, 4)]
+
+
 def test_foldings_keep_block_times_folding_within_the_loops():
-    # block 16 x 16 over 800 x 800: at most 50 tasks a side, 1 ... 32 (6 powers): 36
+    # block 16 x 16 over 800 x 800: at most 50 tasks a side, 1 ... 32 (6 powers), and
+    # at most MAX_TASKS = 16 tasks: 2^a x 2^b with a + b <= 4: 5 + 4 + 3 + 2 + 1 = 15
+    assert MAX_TASKS == 16
     folds = foldings((800, 800), (16, 16))
-    assert len(folds) == 36 and (2, 4) in folds and (64, 1) not in folds
-    # HotSpot's 512 x 512 with a 16 x 16 block: 32 a side, 1 ... 32 (6 powers): 36
-    assert len(foldings((512, 512), (16, 16))) == 36
+    assert len(folds) == 15 and (2, 4) in folds and (32, 1) not in folds
+    # a 64 x 1 block over 128 x 128: the first side folds at most twice (128 / 64):
+    # 2^a x 2^b, a <= 1, a + b <= 4: 5 + 4 = 9
+    assert len(foldings((128, 128), (64, 1))) == 9
     assert foldings((16,), (16,)) == [(1,)]
 
 

@@ -51,6 +51,8 @@ class Hardware:
     sector_bytes: int  # bytes of the smallest global-memory transaction
     registers_per_sm: int | None = None
     compute_capability: str | None = None  # "major.minor": which coalescing rules apply
+    max_threads_per_block: int | None = None  # GROPHECY's largest thread block (§6.2)
+    shared_mem_per_block: int | None = None  # bytes one block may allocate (§6.6)
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
 
@@ -59,9 +61,11 @@ def known_hardware() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.json"))
 
 
-_OPTIONAL = ("registers_per_sm", "compute_capability", "sources", "guessed")
+_OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
+             "shared_mem_per_block", "sources", "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
-             "shared_mem_per_sm", "sector_bytes", "registers_per_sm")
+             "shared_mem_per_sm", "sector_bytes", "registers_per_sm", "max_threads_per_block",
+             "shared_mem_per_block")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
             "departure_del_uncoal")
 
@@ -89,7 +93,7 @@ def check_hardware(data, source: str) -> None:
         problems.append(f"name {_describe(data['name'])} is not a non-empty string")
     for name in _INTEGERS:
         value = data.get(name)
-        if value is None and name == "registers_per_sm":
+        if value is None and name in _OPTIONAL:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.append(f"{name} {_describe(value)} is not a positive integer")
