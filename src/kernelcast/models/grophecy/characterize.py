@@ -44,17 +44,27 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kernelcast.errors import UsageError
-from kernelcast.frontends.skeleton.ir import Affine, Comp, Loop, ParallelFor, Skeleton
+from kernelcast.frontends.skeleton.ir import (
+    Affine,
+    Comp,
+    Loop,
+    ParallelFor,
+    Skeleton,
+    iter_statements,
+)
 from kernelcast.frontends.skeleton.ir import Indirect as SkeletonIndirect
-from kernelcast.frontends.skeleton.ir import iter_statements
 from kernelcast.frontends.skeleton.sample import read_sample
 from kernelcast.models.grophecy import compiler, instructions
 from kernelcast.models.grophecy.coalescing import rule_for, warp_access
 from kernelcast.models.grophecy.layouts import Layout
 from kernelcast.models.grophecy.sections import Range, Tile, footprint, pattern, size
+from kernelcast.models.grophecy.skeletons import (
+    PlacedAccess,
+    loop_range,
+    loop_space,
+    placed_accesses,
+)
 from kernelcast.models.grophecy.usage import num_stages as num_stages_of
-from kernelcast.models.grophecy.skeletons import (PlacedAccess, loop_range, loop_space,
-                                                  placed_accesses)
 from kernelcast.models.hong_kim.equations import Workload
 from kernelcast.models.hong_kim.hardware import Hardware
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kernelcast.frontends.skeleton.ir import Access as SkeletonAccess
-from kernelcast.frontends.skeleton.ir import Indirect as SkeletonIndirect
 from kernelcast.frontends.skeleton.ir import (
     Affine,
     Loop,
@@ -32,6 +31,7 @@ from kernelcast.frontends.skeleton.ir import (
     Skeleton,
     iter_statements,
 )
+from kernelcast.frontends.skeleton.ir import Indirect as SkeletonIndirect
 from kernelcast.frontends.skeleton.sample import read_sample
 from kernelcast.models.grophecy.sections import Access, Indirect, Range
 
