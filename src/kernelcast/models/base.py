@@ -38,9 +38,11 @@ def register(cls: type[Model]) -> type[Model]:
     return cls
 
 
-def model_names() -> tuple[str, ...]:
-    """The registered model names, in registration order."""
-    return tuple(_REGISTRY)
+def model_names(workload: str = "kernel") -> tuple[str, ...]:
+    """The registered names, in registration order, of the models that predict
+    *workload*: "kernel" (Loopy kernels and their properties, the models fitted and
+    evaluated on measurements) or "skeleton" (GROPHECY's code skeletons)."""
+    return tuple(n for n, cls in _REGISTRY.items() if cls.workload == workload)
 
 
 def model_class(name: str) -> type[Model]:
@@ -48,7 +50,7 @@ def model_class(name: str) -> type[Model]:
         return _REGISTRY[name]
     except KeyError:
         raise KernelcastError(f"unknown model {name!r}; known: "
-                              f"{', '.join(model_names())}") from None
+                              f"{', '.join(_REGISTRY)}") from None
 
 
 def get_model(name: str, **params) -> Model:
@@ -68,6 +70,7 @@ class Model(ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""  # one line, for help texts
+    workload: ClassVar[str] = "kernel"  # what predict takes: "kernel" or "skeleton"
 
     def get_params(self) -> dict:
         """The keyword arguments the model was made with."""

@@ -13,8 +13,13 @@ from __future__ import annotations
 import math
 
 from kernelcast.errors import KernelcastError, UsageError
-from kernelcast.fitting.overlap import (ITEMS_PER_UNIT_GRID, OverlapModel, overlap,
-                                        term_group, waves)
+from kernelcast.fitting.overlap import (
+    ITEMS_PER_UNIT_GRID,
+    OverlapModel,
+    overlap,
+    term_group,
+    waves,
+)
 from kernelcast.metrics import geometric_mean, relative_errors
 from kernelcast.models.base import WeightedModel, register
 from kernelcast.models.extended.features import FEATURE_UNITS, features

@@ -53,17 +53,17 @@ class Layout:
 
     def describe(self, indices: Sequence[str] | None = None) -> dict[str, str]:
         """Each factor in words, for tables."""
-        names = list(indices) if indices else [f"d{k}" for k in range(len(self.block))]
+        over = f" over {', '.join(indices)}" if indices else ""
         tasks = math.prod(self.fold)
         return {
-            "block": "×".join(map(str, self.block)) + f" ({math.prod(self.block)} threads)",
+            "block": "×".join(map(str, self.block)) + over
+                     + f" ({math.prod(self.block)} threads)",
             "folding": ("none" if tasks == 1 else "×".join(map(str, self.fold))
                         + f" ({tasks} tasks per thread)"),
             "staging": ", ".join(f"{k} in stages of {s}" for k, s in self.stages) or "none",
             "caching": ("shared memory for " + ", ".join(self.cached)) if self.cached
                        else "none (global memory only)",
             "unrolling": "loops unrolled by 16" if self.unroll else "none",
-            "loops": ", ".join(names),
         }
 
 

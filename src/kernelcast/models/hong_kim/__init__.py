@@ -19,9 +19,13 @@ from dataclasses import asdict, fields
 from kernelcast.errors import KernelcastError
 from kernelcast.models.base import Model, as_properties, register
 from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
-from kernelcast.models.hong_kim.hardware import (Hardware, hardware_for_device,
-                                                 known_hardware, load_hardware,
-                                                 load_registers)
+from kernelcast.models.hong_kim.hardware import (
+    Hardware,
+    hardware_for_device,
+    known_hardware,
+    load_hardware,
+    load_registers,
+)
 from kernelcast.models.hong_kim.inputs import workload
 
 __all__ = ["Estimate", "Hardware", "HongKimModel", "Workload", "estimate",

@@ -26,7 +26,12 @@ import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from kernelcast.errors import HardwareGuessWarning, KernelcastError, ProfileError, UsageError
+from kernelcast.errors import (
+    HardwareGuessWarning,
+    KernelcastError,
+    ProfileError,
+    UsageError,
+)
 from kernelcast.frontends.files import read_json_file
 
 HARDWARE_DIR = Path(__file__).resolve().parents[2] / "hardware"

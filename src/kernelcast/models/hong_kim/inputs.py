@@ -71,9 +71,7 @@ def workload(props, params: dict, hw: Hardware,
             else:
                 uncoal += count
                 sectors += count * _sectors(name, hw)
-        elif parts[0] in ("load", "store") and parts[1] == "local":
-            comp += count
-        elif parts[0] in OP_KINDS:
+        elif parts[0] in ("load", "store") and parts[1] == "local" or parts[0] in OP_KINDS:
             comp += count
     return Workload(
         threads_per_block=round(items / blocks), blocks=round(blocks),
