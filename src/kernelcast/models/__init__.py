@@ -9,21 +9,14 @@ projection of code skeletons, whose workload is a skeleton, not a kernel).
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
 GrophecyModel.
 """
+# ruff: noqa: I001  (registration order, not alphabetical)
 
-from kernelcast.models.base import (
-           Model,
-           WeightedModel,
-           get_model,
-           model_class,
-           model_names,
-           register,
-)
-from kernelcast.models.extended import ExtendedModel
-from kernelcast.models.grophecy.model import GrophecyModel
-from kernelcast.models.hong_kim import HongKimModel
-
+from kernelcast.models.base import Model, WeightedModel, get_model, model_class, model_names, register
 # registration order is the order of every side-by-side table
 from kernelcast.models.paper import PaperModel
+from kernelcast.models.extended import ExtendedModel
+from kernelcast.models.hong_kim import HongKimModel
+from kernelcast.models.grophecy.model import GrophecyModel
 
 __all__ = ["ExtendedModel", "GrophecyModel", "HongKimModel", "Model", "PaperModel",
            "WeightedModel", "get_model", "model_class", "model_names", "register"]
