@@ -1,8 +1,9 @@
 """The ``kernelcast`` command line: a parser and one function per verb.
 
 Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate, fit
-(measuring); predict, evaluate, report, demo (models). Every ``--model`` takes the
-registry's names (kernelcast.models). A flag means the same on every verb that has it
+(measuring); predict, evaluate, report, demo (models); project (project: GROPHECY's
+layout search of a code skeleton). Every ``--model`` takes the registry's names
+(kernelcast.models). A flag means the same on every verb that has it
 (``--registers FILE`` is a registers file everywhere; predict's per-thread count is
 ``--registers-per-thread N``); list flags take several values after one flag or the flag
 repeated. Errors print one line, warnings one line each; the exit status is 0 on success,
@@ -20,7 +21,7 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import kernels, measuring, models
+from kernelcast.cli import kernels, measuring, models, project
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
@@ -236,6 +237,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="measurement store (default: the profile's)")
     p.add_argument("--out", required=True, help="folder for the report (created)")
     p.set_defaults(run=models.report)
+
+    p = sub.add_parser("project", help="search a GROPHECY code skeleton's layouts and "
+                                       "print the fastest projected on a GPU")
+    p.add_argument("skeleton", metavar="SKELETON.sk", help="the code skeleton "
+                   "(docs/grophecy-skeletons.md)")
+    p.add_argument("--hardware", required=True, metavar="NAME|FILE",
+                   help="the GPU: h100, h200, fx5600, c1060 or a JSON file")
+    p.add_argument("--hints", metavar="FILE", help="a TOML file narrowing the layout "
+                   "space: block, fold, stage, cache, unroll (docs/cli.md)")
+    p.add_argument("--top", default="10", metavar="N",
+                   help="print the N fastest layouts (default 10)")
+    p.add_argument("--kernel", metavar="INDEX", help="which parallel_for loop to project, "
+                   "0-based in source order (default: the only one)")
+    p.add_argument("--define", nargs="+", action="extend", metavar="NAME=VALUE",
+                   help="override (or supply) a #define of the skeleton; integers, e.g. "
+                        "--define N=400 K=200; FLOPS=N gives the GFLOP/s column")
+    _json(p)
+    p.set_defaults(run=project.project)
 
     p = sub.add_parser("demo", help="the main job: calibrate the best device, evaluate")
     _device_args(p)
