@@ -1166,6 +1166,106 @@ def section_reliability() -> list[str]:
     return out
 
 
+GROPHECY_NAMES = {"matmul": "MatMul", "hotspot": "HotSpot", "ispinex_complex":
+                  "IspinEx (Listing 4)", "ispinex_real": "IspinEx (Listing 5)",
+                  "spinflap": "SpinFlap", "rowsum": "RowSum", "transpose": "Transpose"}
+GROPHECY_GPUS = {"fx5600": "FX5600", "c1060": "C1060", "h100": "H100", "h200": "H200"}
+
+
+def _layout_words(layout: dict) -> str:
+    parts = [layout["block"].split(" (")[0]]
+    if layout["folding"] != "none":
+        parts.append("fold " + layout["folding"].split(" (")[0])
+    if layout["staging"] != "none":
+        parts.append(layout["staging"])
+    if not layout["caching"].startswith("none"):
+        parts.append(layout["caching"].replace("shared memory for ", "ShM "))
+    if layout["unrolling"] == "none":
+        parts.append("no unrolling")
+    return ", ".join(parts)
+
+
+def section_grophecy() -> list[str]:
+    path = DATA / "grophecy" / "paper.json"
+    out = ["## GROPHECY: projections from code skeletons", ""]
+    if not path.exists():
+        return out + [missing(path) + " Run `.venv/bin/python benchmarks/grophecy_paper.py` "
+                      "to write it."]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        out += [f"`benchmarks/grophecy_paper.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+                f"on {doc['machine']}, {doc['seconds']:.0f} s. Data: `{rel(path)}` "
+                f"({file_commit(path)}). Skeletons: `examples/skeletons/`; the FX5600 and "
+                "C1060 are GROPHECY's Table 5, the H100 and H200 kernelcast's measured "
+                "hardware files. How the search and the characterization read the paper: "
+                "[docs/grophecy.md](grophecy.md).", "",
+                "**The layout space, searched without hints.** Layouts: those enumerated "
+                "(§6.2's dependency order; a layout needing more shared memory than a block "
+                "may have is counted and left out). Time: the whole search and projection "
+                "on this machine.", ""]
+        rows = []
+        for name, entry in doc["skeletons"].items():
+            paper = entry.get("paper", {})
+            for gpu, row in entry["searches"].items():
+                best = row["best"]
+                rows.append([GROPHECY_NAMES.get(name, name), GROPHECY_GPUS[gpu],
+                             f"{row['searched']}", (f"{paper['space']}" if paper and gpu in
+                                                    ("fx5600", "c1060") else "–"),
+                             f"{row['search_seconds']:.1f} s",
+                             _layout_words(best["layout"]), f"{best['gflops']:.1f}",
+                             best["verdict"]])
+        out += [table(["skeleton", "GPU", "layouts", "paper's", "time", "best layout",
+                       "GFLOP/s", "bottleneck"], rows,
+                      ["l", "l", "r", "r", "r", "l", "r", "l"]), ""]
+        hinted = [(name, gpu, row) for name, entry in doc["skeletons"].items()
+                  for gpu, row in entry.get("hinted", {}).items()]
+        if hinted:
+            out += ["With the paper's hint for IspinEx (a folding of 132 along j, §9.3): "
+                    + "; ".join(f"{GROPHECY_NAMES[n]} on {GROPHECY_GPUS[g]}: "
+                                f"{r['searched']} layouts, {r['search_seconds']:.2f} s, best "
+                                f"{_layout_words(r['best']['layout'])} "
+                                f"({r['best']['gflops']:.1f} GFLOP/s)"
+                                for n, g, r in hinted if g in ("fx5600", "c1060")) + ".", ""]
+        out += ["**The paper's layouts, projected, against the paper's measurements.** "
+                "Projected GFLOP/s: the skeleton's `FLOPS` macro over the projected time. "
+                "Deviation: |projected / measured − 1|; the paper's is its own projection's "
+                "(§9).", ""]
+        rows = []
+        for name, entry in doc["skeletons"].items():
+            for gpu, row in entry.get("paper_layout", {}).items():
+                rows.append([GROPHECY_NAMES.get(name, name), GROPHECY_GPUS[gpu],
+                             _layout_words(row["layout"]), f"{row['gflops']:.1f}",
+                             f"{row['paper_measured_gflops']}",
+                             f"{row['deviation']:.0%}", f"{row['paper_deviation']:.0%}",
+                             row["verdict"]])
+        out += [table(["skeleton", "GPU", "the paper's layout", "projected", "measured",
+                       "deviation", "paper's", "bottleneck"], rows,
+                      ["l", "l", "l", "r", "r", "r", "r", "l"]), ""]
+        unroll = doc["unrolling"]
+        out.append("**MatMul without unrolling** (Stage, 16×16, stage 16): "
+                   + "; ".join(f"{GROPHECY_GPUS[g]}: {u['rolled']['comp_insts']:.0f} "
+                               f"computation instructions per thread instead of "
+                               f"{u['unrolled']['comp_insts']:.0f} "
+                               f"(×{u['rolled']['comp_insts'] / u['unrolled']['comp_insts']:.2f}), "
+                               f"projected time ×{u['rolled']['seconds'] / u['unrolled']['seconds']:.2f}"
+                               for g, u in unroll.items())
+                   + " (paper: the instructions about double).")
+        isp, paper = doc["ispinex"], doc["paper_ispinex"]
+        out.append("**IspinEx, Listing 4 → Listing 5** (the paper's R.Blk layout, folded "
+                   "132 along j, T, I, J in shared memory): uncoalesced instructions per "
+                   "thread " + "; ".join(
+                       f"{GROPHECY_GPUS[g]}: {v['ispinex_complex']['uncoal_mem_insts']:.0f} → "
+                       f"{v['ispinex_real']['uncoal_mem_insts']:.0f}, projected gain "
+                       f"×{v['gain']:.1f}" for g, v in isp.items())
+                   + f" (paper: {paper['uncoal_mem_insts'][0]} → "
+                   f"{paper['uncoal_mem_insts'][1]}, ×{paper['gain']}).")
+        out += ["", "Why ours differ from the paper's: docs/grophecy.md, \"Reproducing the "
+                "paper\"."]
+    except (KeyError, TypeError, ValueError) as err:
+        out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
+    return out
+
+
 def section_properties_speed() -> list[str]:
     return ["## Property extraction and evaluation speed (historical)", "",
             "`benchmarks/properties_speed.py` prints, per kernel, the first "
@@ -1411,6 +1511,7 @@ def main() -> int:
         section_calibration(stores),
         section_speed(),
         section_reliability(),
+        section_grophecy(),
         section_properties_speed(),
         section_hardware(),
         section_backends(stores),

@@ -12,6 +12,7 @@ from kernelcast.models.grophecy.characterize import Characterizer
 from kernelcast.models.grophecy.layouts import Layout
 from kernelcast.models.grophecy.search import Hints, load_hints, search
 from kernelcast.models.hong_kim import load_hardware
+from kernelcast.models.hong_kim.equations import estimate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "skeletons"
 
@@ -177,3 +178,24 @@ def test_grophecy_is_a_model_of_skeletons():
     again.restore(model.fitted_state())
     again.provenance_ = model.provenance_
     assert again.predict(path, {}) == best.seconds
+
+
+def _projected(name, gpu, layout):
+    ch = _characterize(name, gpu, layout)
+    return estimate(load_hardware(gpu), ch.workload)
+
+
+def test_what_the_paper_observes_holds():
+    # §9.1: staging turns MatMul from memory bound to compute bound
+    naive = _projected("matmul", "c1060", Layout((16, 16), (1, 1)))
+    staged = _projected("matmul", "c1060", Layout((16, 16), (1, 1), (("k", 16),), ("A", "B")))
+    assert naive.verdict == "memory-bound" and staged.verdict == "compute-bound"
+    assert staged.seconds < naive.seconds
+    # §9.2: caching HotSpot's neighborhood helps on the FX5600, hurts on the C1060 (its
+    # coalescing already served the naive layout), and folding 2 x 4 helps on both
+    for gpu, shm_helps in (("fx5600", True), ("c1060", False)):
+        naive = _projected("hotspot", gpu, Layout((16, 16), (1, 1)))
+        shm = _projected("hotspot", gpu, Layout((16, 16), (1, 1), (), ("TIN",)))
+        fold = _projected("hotspot", gpu, Layout((16, 16), (2, 4), (), ("TIN",)))
+        assert (shm.seconds < naive.seconds) == shm_helps
+        assert fold.seconds < shm.seconds

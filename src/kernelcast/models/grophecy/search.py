@@ -195,7 +195,13 @@ def _layouts(ch: Characterizer, hints: Hints):
     max_threads = hw.max_threads_per_block or hw.max_active_warps_per_sm * hw.warp_size
     space = tuple(ch.space.values())
     for block in block_shapes(space, max_threads, hints.block, hw.warp_size):
-        for fold in foldings(space, block, hints.fold):
+        folds = hints.fold
+        if folds is not None and hints.block is None:  # the blocks these foldings fit
+            folds = [f for f in folds if len(f) == len(space) and all(
+                b * k <= n for b, k, n in zip(block, f, space))]
+            if not folds:
+                continue
+        for fold in foldings(space, block, folds):
             probe = Layout(block, fold)
             streams = ch.streams(probe)
             cacheable = _cacheable(ch, probe)
@@ -275,6 +281,11 @@ def search(skeleton: Skeleton, hardware: Hardware, *, kernel: ParallelFor | None
             infeasible[why] = infeasible.get(why, 0) + 1
     if progress is not None:
         progress(searched)
+    if not searched:
+        raise UsageError("the hints leave no layout to search (no block of at most "
+                         f"{hardware.max_threads_per_block or 'the device'} threads fits "
+                         "the hinted foldings within the loop space "
+                         f"{tuple(ch.space.values())})")
     # among equal projections, the simplest layout first
     projections.sort(key=lambda p: (p.seconds, math.prod(p.layout.fold), len(p.layout.stages),
                                     len(p.layout.cached), math.prod(p.layout.block),
