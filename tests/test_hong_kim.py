@@ -64,6 +64,20 @@ def test_computation_bound_when_mwp_exceeds_cwp():
     _parts_add_up(est)
 
 
+def test_no_projection_beats_the_issue_rate():
+    # 400 computation instructions and 1 memory instruction per thread, 24 warps on the
+    # SM: Comp_cycles = 4 x 401 = 1604 > Mem_cycles = 400. MWP = min(400/4, 24) = 24,
+    # CWP = (400 + 1604)/1604 < 24, so HK takes its memory case (Comp > Mem):
+    # 400·24/24 + 1604/1·(24 − 1) = 37292 cycles, less than issuing 24 warps' 1604
+    # cycles each, 38496: the issue limit is the time
+    wl = Workload(threads_per_block=256, blocks=3, comp_insts=400, coal_mem_insts=1,
+                  uncoal_mem_insts=0)
+    est = estimate(_gpu(), wl)
+    assert est.n == 24 and est.cwp == pytest.approx(2004 / 1604)
+    assert est.regime == "issue-limited" and est.cycles == pytest.approx(24 * 1604)
+    assert est.parts == {"computation": pytest.approx(24 * 1604), "synchronization": 0}
+    _parts_add_up(est)
+
 def test_memory_bound_when_cwp_reaches_mwp():
     # departure 40 cycles: MWP = 400/40 = 10; 4 computation instructions: Comp = 20,
     # CWP = 420/20 = 21 ≥ MWP: Mem·N/MWP + Comp/#Mem·(MWP − 1) = 400·24/10 + 20·9 = 1140

@@ -11,6 +11,9 @@ many warps can compute while one waits; which is smaller decides whether memory 
 computation bounds the run time, and when neither reaches the number of active warps N,
 there are not enough warps to hide latency at all.
 
+One addition of kernelcast's: no projection is shorter than the time an SM needs to
+issue its warps' instructions (the "issue-limited" regime; see ``estimate``).
+
 The model takes a Hardware (kernelcast.models.hong_kim.hardware) and a Workload (per-thread
 instruction counts; kernelcast.models.hong_kim.inputs derives one from a Loopy kernel)
 and returns cycles and seconds with the quantities in between.
@@ -26,7 +29,7 @@ from dataclasses import asdict, dataclass
 from kernelcast.errors import KernelcastError
 from kernelcast.models.hong_kim.hardware import Hardware
 
-REGIMES = ("not-enough-warps", "memory", "computation", "no-memory")
+REGIMES = ("not-enough-warps", "memory", "computation", "no-memory", "issue-limited")
 VERDICTS = ("not enough warps", "memory-bound", "compute-bound")  # order breaks ties
 
 
@@ -163,6 +166,14 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
         #     × #Rep
         regime = "computation"
         parts = {"memory": mem_l * rep, "computation": comp_cycles * n * rep}
+    # kernelcast: no case may end sooner than the SM takes to issue its warps'
+    # instructions, N × Comp_cycles × #Rep. HK's memory-bound case, which it also applies
+    # when Comp_cycles > Mem_cycles, has no such term and can fall far below it (a
+    # heavily folded kernel with few memory instructions projected 10× above the
+    # GPU's issue rate); where it does, the issue limit is the time.
+    issue = comp_cycles * n * rep
+    if sum(parts.values()) < issue:
+        regime, parts = "issue-limited", {"computation": issue}
     # HK: Synch_cost = Departure_delay × (MWP − 1) × #Synch_insts
     #                  × #Active_blocks_per_SM × #Rep
     synch = departure * (mwp - 1) * wl.synch_insts * blocks_per_sm * rep
