@@ -127,6 +127,9 @@ class Characterizer:
         self._samples: dict[str, tuple[int, ...]] = {}
         self._footprint = lru_cache(maxsize=None)(self._footprint_uncached)
         self._warps: dict[tuple, tuple[bool, float]] = {}
+        self._cached_memo: dict = {}
+        self._direct_memo: dict = {}
+        self._positions_memo: dict = {}
         self.caching_warp = lru_cache(maxsize=None)(self.caching_warp)
         self._pattern = lru_cache(maxsize=None)(
             lambda position, tile: size(pattern(self.placed[position].access, tile)))
@@ -325,7 +328,6 @@ class Characterizer:
         tasks = math.prod(layout.fold)
         blocks = math.prod(math.ceil(n / (b * f)) for n, b, f in
                            zip(self.space.values(), layout.block, layout.fold))
-        f_hat, b_hat = self.thread_tile(layout), self.block_tile(layout)
         stages = {k: s for k, s in layout.stages if s < self.trip(layout, k)}
         streams = self.streams(layout)
         for k in stages:
@@ -338,54 +340,25 @@ class Characterizer:
         shmem: dict[str, int] = defaultdict(int)
         shared_bytes, scopes, reqs, elem = 0, set(), defaultdict(int), {}
         shared_reads = 0
-
-        # cached loads: one ShMem(D, scope) per group of loads under the same staged loops
         for array in layout.cached:
-            loads = self.loads.get(array)
-            if not loads:
+            if not self.loads.get(array):
                 raise UsageError(f"layout caches {array!r}, which the kernel never loads")
-            groups = defaultdict(list)
-            for p in loads:
-                around = {lp.index for lp in p.loops} | set(self.space)
-                groups[tuple(k for k in streams if k in stages and k in around)].append(p)
-                shared_reads += self.executions(layout, p.loops)
-            for scope, group in groups.items():
-                tile = b_hat
-                for k in scope:
-                    tile = tile & self.stage_tile(layout, k, stages[k])
-                fp = self.footprint(group, tile)
-                n, count = size(fp), math.prod(num_stages[k] for k in scope)
-                elem[array] = group[0].access.elem_bytes
+            relevant = tuple(sorted((k, s) for k, s in stages.items()))
+            entries, reads = self._cached(layout.block, layout.fold, relevant, array)
+            shared_reads += reads
+            for scope, n, elem_bytes, instruction in entries:
+                elem[array] = elem_bytes
                 shmem[array] += n
-                shared_bytes += group[0].access.elem_bytes * n  # (5)-(7)
+                shared_bytes += elem_bytes * n  # (5)-(7)
                 reqs[array] += n  # (9), cached part
                 scopes.add(scope)
-                if not n:
-                    continue
-                coalesced, trans = self.caching_warp(fp.sections[0], elem[array],
-                                                     group[0].access.dims)
-                # (12), with ⌈ ⌉: see the module docstring
-                memory.append(MemoryInstruction(array, "caching", -(-n // threads) * count,
-                                                coalesced, trans))
-
-        # direct accesses (13); a statement repeated with the same indices counts once
-        seen = set()
-        for position, p in enumerate(self.placed):
-            if not p.store and p.access.array in layout.cached:
-                continue
-            key = (p.store, p.statement.array, p.statement.indices)
-            if key in seen:
-                continue
-            seen.add(key)
-            repeats = self._repeats(layout, p)
-            count = repeats * min(self._pattern(position, self._reuse_tile(layout, p, f_hat)),
-                                  self.executions(layout, p.loops) // repeats)
-            coalesced, trans = self.warp(layout, p)
-            memory.append(MemoryInstruction(p.access.array,
-                                            "direct store" if p.store else "direct load",
-                                            count, coalesced, trans, p.line))
-            elem[p.access.array] = p.access.elem_bytes
-            reqs[p.access.array] += self._pattern(position, b_hat)  # (9), uncached part
+                if instruction is not None:
+                    memory.append(instruction)
+        for position in self._direct_positions(layout.cached):
+            instruction, elem_bytes, req = self._direct(layout.block, layout.fold, position)
+            memory.append(instruction)
+            elem[instruction.array] = elem_bytes
+            reqs[instruction.array] += req  # (9), uncached part
 
         coal = instructions.coal_mem_insts(
             (m.count for m in memory if m.coalesced and m.kind != "caching"),
@@ -421,6 +394,75 @@ class Characterizer:
             shared_mem_per_block=instructions.shared_mem_bytes_per_block([shared_bytes]))
         return Characteristics(layout, workload, shared_bytes, dict(shmem), num_stages,
                                tuple(memory), func, peripheral)
+
+    def _cached(self, block, fold, stages, array):
+        """ShMem(D, scope) of a cached array D, one per group of its loads under the same
+        staged loops: [(scope, elements, element bytes, caching instruction)], and the
+        shared-memory reads of its loads. Memoized by block, folding and stages."""
+        key = (block, fold, stages, array)
+        if key in self._cached_memo:
+            return self._cached_memo[key]
+        layout = Layout(block, fold, stages)
+        staged = dict(stages)
+        streams = self.streams(layout)
+        b_hat = self.block_tile(layout)
+        threads = math.prod(block)
+        groups, reads = defaultdict(list), 0
+        for p in self.loads[array]:
+            around = {lp.index for lp in p.loops} | set(self.space)
+            groups[tuple(k for k in streams if k in staged and k in around)].append(p)
+            reads += self.executions(layout, p.loops)
+        entries = []
+        for scope, group in groups.items():
+            tile = b_hat
+            for k in scope:
+                tile = tile & self.stage_tile(layout, k, staged[k])
+            fp = self.footprint(group, tile)
+            n = size(fp)
+            count = math.prod(num_stages_of(Range(0, self.trip(layout, k)), staged[k])
+                              for k in scope)  # (4)
+            instruction = None
+            if n:
+                coalesced, trans = self.caching_warp(fp.sections[0], group[0].access.elem_bytes,
+                                                     group[0].access.dims)
+                # (12), with ⌈ ⌉: see the module docstring
+                instruction = MemoryInstruction(array, "caching", -(-n // threads) * count,
+                                                coalesced, trans)
+            entries.append((scope, n, group[0].access.elem_bytes, instruction))
+        self._cached_memo[key] = (entries, reads)
+        return entries, reads
+
+    def _direct_positions(self, cached: tuple[str, ...]) -> list[int]:
+        """The accesses that read or write global memory directly, a statement repeated
+        with the same indices once (§6.4)."""
+        if cached not in self._positions_memo:
+            seen, positions = set(), []
+            for position, p in enumerate(self.placed):
+                key = (p.store, p.statement.array, p.statement.indices)
+                if (not p.store and p.access.array in cached) or key in seen:
+                    continue
+                seen.add(key)
+                positions.append(position)
+            self._positions_memo[cached] = positions
+        return self._positions_memo[cached]
+
+    def _direct(self, block, fold, position):
+        """(13) for one direct access: its instruction, element bytes and the elements the
+        block touches (9). Memoized by block and folding."""
+        key = (block, fold, position)
+        if key not in self._direct_memo:
+            layout = Layout(block, fold)
+            p = self.placed[position]
+            repeats = self._repeats(layout, p)
+            count = repeats * min(
+                self._pattern(position, self._reuse_tile(layout, p, self.thread_tile(layout))),
+                self.executions(layout, p.loops) // repeats)
+            coalesced, trans = self.warp(layout, p)
+            self._direct_memo[key] = (
+                MemoryInstruction(p.access.array, "direct store" if p.store else "direct load",
+                                  count, coalesced, trans, p.line),
+                p.access.elem_bytes, self._pattern(position, self.block_tile(layout)))
+        return self._direct_memo[key]
 
     def _loop_insts(self, layout: Layout, stages: Mapping[str, int]) -> float:
         """Loop management (§7.3, Table 3): per iteration of every loop, except unrolled
