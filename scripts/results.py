@@ -1261,8 +1261,52 @@ def section_grophecy() -> list[str]:
                    f"{paper['uncoal_mem_insts'][1]}, ×{paper['gain']}).")
         out += ["", "Why ours differ from the paper's: docs/grophecy.md, \"Reproducing the "
                 "paper\"."]
+        out += ["", *_grophecy_gpu()]
     except (KeyError, TypeError, ValueError) as err:
         out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
+    return out
+
+
+def _grophecy_gpu() -> list[str]:
+    """Realized layouts measured on today's GPUs (benchmarks/grophecy_gpu.py)."""
+    out = []
+    for gpu in GPUS:
+        path = DATA / gpu / "grophecy.json"
+        if not path.exists():
+            out.append(f"**Realized layouts on the {GPU_LABEL[gpu]}**: " + missing(path)
+                       + " Measure with `benchmarks/grophecy_gpu.py measure` on the GPU, "
+                       "then run its `report`.")
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ident = doc["identity"]
+        statuses = ", ".join(f"{n} {k}" for k, n in sorted(doc["statuses"].items()))
+        out += [f"**Realized layouts on the {GPU_LABEL[gpu]}** (`benchmarks/grophecy_gpu.py`): "
+                f"layouts of each skeleton spread over GROPHECY's ranking, realized as Loopy "
+                f"kernels and measured on {ident['device']}, driver {ident['driver']}, "
+                f"{ident['backend']}, {doc['measured_on'][:10]} (`{doc['store']}`, "
+                f"{file_commit(ROOT / doc['store'])}; {statuses}). Deviation: "
+                "exp(mean |log(predicted / measured)|) − 1 over the measured layouts (the "
+                "paper: 17% in geometric mean over its hand-tuned codes); chosen: the "
+                "measured time of the layout the method ranks first, as a fraction of the "
+                "best measured layout's speed (the paper: its suggested layouts reach at least "
+                "95% of the hand-tuned ones).", ""]
+        methods = ["grophecy", *[m for m in ("paper", "extended", "hong-kim")
+                                 if any(m in e for e in doc["summary"].values())]]
+        label = {"grophecy": "GROPHECY + HK (skeleton)", "paper": "paper profile",
+                 "extended": "extended profile", "hong-kim": "Hong–Kim (kernel)"}
+        rows = []
+        for name, entry in doc["summary"].items():
+            cells = [GROPHECY_NAMES.get(name, name), str(entry["layouts"]),
+                     seconds_text(entry["best_measured_s"])]
+            for m in methods:
+                e = entry.get(m)
+                cells.append("–" if e is None else
+                             f"{e['deviation']:.0%} / {e['chosen_vs_best']:.0%}"
+                             + ("" if e["within_95"] else " ✗"))
+            rows.append(cells)
+        out += [table(["skeleton", "layouts", "best measured",
+                       *(f"{label[m]}: deviation / chosen" for m in methods)], rows,
+                      ["l", "r", "r", *("r" for _ in methods)]), ""]
     return out
 
 
