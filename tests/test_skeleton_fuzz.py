@@ -63,7 +63,7 @@ def mutate(text: str, rng: random.Random) -> str:
 
 def test_fuzz_only_skeleton_errors():
     sources = [p.read_text() for p in sorted(EXAMPLES.glob("*.sk"))]
-    assert len(sources) == 5
+    assert len(sources) == 7
     rng = random.Random(20261126)
     start = time.perf_counter()
     cases = parsed = 0
