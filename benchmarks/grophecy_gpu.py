@@ -3,7 +3,8 @@ on a GPU, and compare what each method projects with what they take.
 
   measure (on the GPU machine): for each skeleton, search its layout space on the GPU's
       hardware file, pick layouts spread over GROPHECY's ranking (its top ones, then every
-      n-th, and a naive one: no folding, staging or caching), realize those that can be
+      n-th, and a naive one: no folding, staging or caching) among those whose shared
+      memory a kernel may declare statically (Loopy's kernels do), realize those that can be
       realized (kernelcast.models.grophecy.realize) and time them through the measurement
       campaign into a store (one per skeleton set, with the device, driver and date).
   report (anywhere, no GPU): for every measured layout, GROPHECY's projection (the layout
@@ -61,13 +62,23 @@ def measure(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     hardware = load_hardware(args.gpu)
+    static = _static_shared_bytes(args.backend)
     layouts, refused = {}, {}
     jobs = []
     started = time.perf_counter()
     for name in args.skeletons:
         skeleton = load_skeleton(EXAMPLES / f"{name}.sk")
         result = search(skeleton, hardware)
-        for projection in _selection(result.projections, args.per_skeleton):
+        # Loopy declares shared memory statically: a block cannot have more than the
+        # device's static limit, though the search allows the opt-in maximum
+        over = [p for p in result.projections if p.characteristics.shared_mem_per_block > static]
+        if over:
+            refused.setdefault(name, []).extend(
+                [f"needs {p.characteristics.shared_mem_per_block} bytes of shared memory, more "
+                 f"than the {static} a kernel may declare statically" for p in over])
+        fitting = [p for p in result.projections
+                   if p.characteristics.shared_mem_per_block <= static]
+        for projection in _selection(fitting, args.per_skeleton):
             try:
                 case = realize(skeleton, projection.layout)
             except UnrealizableLayout as err:
@@ -81,13 +92,27 @@ def measure(args) -> int:
               f"{time.perf_counter() - started:.0f} s", flush=True)
     (out / "grophecy-layouts.json").write_text(json.dumps(
         {"gpu": args.gpu, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-         "layouts": layouts, "refused": refused}, indent=1) + "\n")
+         "static_shared_bytes": static, "layouts": layouts, "refused": refused},
+        indent=1) + "\n")
     backend = make_backend(args.backend)
     with backend, Store(out / f"grophecy-{args.backend}.sqlite", backend.identity) as store:
         result = run_campaign(jobs, backend, store, verify=False)
     print(f"measured {result.measured}, statuses {result.statuses}, "
           f"{time.perf_counter() - started:.0f} s", flush=True)
     return 0
+
+
+def _static_shared_bytes(backend: str) -> int:
+    """The shared memory one kernel may declare statically on the device."""
+    if backend == "cuda":
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceProperties(0)["sharedMemPerBlock"])
+    import pyopencl as cl
+
+    gpus = [d for p in cl.get_platforms() for d in p.get_devices()
+            if d.type & cl.device_type.GPU]
+    return int(gpus[0].local_mem_size)
 
 
 def _layout_json(layout) -> dict:
@@ -123,7 +148,7 @@ def report(args) -> int:
     store_path = folder / f"grophecy-{args.backend}.sqlite"
     with Store(store_path) as store:
         identity, rows = store.identity, store.rows()
-    measured = {r["case_name"]: r for r in rows if r["status"] == "ok"}
+    measured = {r["case_name"]: r for r in rows if r["status"] in ("ok", "unstable")}
     statuses = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -147,8 +172,8 @@ def report(args) -> int:
         realized = realize(skeleton, layout)
         for model, profile in profiles.items():
             try:
-                row["predicted_s"][model] = profile.seconds(realized.kernel(),
-                                                            realized.params)
+                # sizes are fixed in a realized kernel: it takes no size parameters
+                row["predicted_s"][model] = profile.seconds(realized.kernel(), {})
             except Exception as err:  # noqa: BLE001 - recorded, the report goes on
                 row.setdefault("errors", {})[model] = f"{type(err).__name__}: {err}"
         cases.append(row)
@@ -177,6 +202,7 @@ def report(args) -> int:
            "measured_on": doc_layouts["date"], "store": str(store_path.relative_to(ROOT)),
            "identity": identity, "statuses": statuses,
            "refused": {k: len(v) for k, v in doc_layouts["refused"].items()},
+           "static_shared_bytes": doc_layouts.get("static_shared_bytes"),
            "summary": summary, "cases": cases}
     target = folder / "grophecy.json"
     target.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
