@@ -73,22 +73,22 @@ def measure(args) -> int:
         # device's static limit, though the search allows the opt-in maximum
         over = [p for p in result.projections if p.characteristics.shared_mem_per_block > static]
         if over:
-            refused.setdefault(name, []).extend(
-                [f"needs {p.characteristics.shared_mem_per_block} bytes of shared memory, more "
-                 f"than the {static} a kernel may declare statically" for p in over])
+            why = f"more shared memory than the {static} bytes a kernel may declare statically"
+            refused.setdefault(name, {})[why] = len(over)
         fitting = [p for p in result.projections
                    if p.characteristics.shared_mem_per_block <= static]
         for projection in _selection(fitting, args.per_skeleton):
             try:
                 case = realize(skeleton, projection.layout)
             except UnrealizableLayout as err:
-                refused.setdefault(name, []).append(str(err))
+                reasons = refused.setdefault(name, {})
+                reasons[str(err)] = reasons.get(str(err), 0) + 1
                 continue
             layouts[case.name] = {"skeleton": name,
                                   "layout": _layout_json(projection.layout)}
             jobs.append(Job(case.name, case.name, case.kernel, case.params))
         print(f"{name}: {sum(1 for v in layouts.values() if v['skeleton'] == name)} "
-              f"layouts realized, {len(refused.get(name, []))} refused, "
+              f"layouts realized, {sum(refused.get(name, {}).values())} left out, "
               f"{time.perf_counter() - started:.0f} s", flush=True)
     (out / "grophecy-layouts.json").write_text(json.dumps(
         {"gpu": args.gpu, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -201,7 +201,7 @@ def report(args) -> int:
     out = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "measured_on": doc_layouts["date"], "store": str(store_path.relative_to(ROOT)),
            "identity": identity, "statuses": statuses,
-           "refused": {k: len(v) for k, v in doc_layouts["refused"].items()},
+           "left_out": doc_layouts["refused"],
            "static_shared_bytes": doc_layouts.get("static_shared_bytes"),
            "summary": summary, "cases": cases}
     target = folder / "grophecy.json"
