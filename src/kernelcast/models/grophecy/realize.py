@@ -489,11 +489,19 @@ class _Realizer:
         for array in layout.cached:
             knl = self._prefetch(knl, array)
         ilp = bool(self.fetch_loops)
+        if ilp and self.fold:
+            # one ilp loop: Loopy orders the private axes of several ilp loops by iterating
+            # a set of their names, so the generated code would change with Python's hash
+            # seed (and a store's keys with it); joined, in the folding's order, it cannot
+            folds = list(self.fold.values())
+            if len(folds) > 1:
+                joined = self.fresh("fold")
+                knl = lp.join_inames(knl, folds, new_iname=joined)
+                folds = [joined]
+            knl = lp.tag_inames(knl, {folds[0]: "ilp.unr" if layout.unroll else "ilp.seq"})
         for d, fold in self.fold.items():
             trip = stages[d] if d in self.fold_outer else layout.fold[k.indices.index(d)]
-            if ilp:
-                knl = lp.tag_inames(knl, {fold: "ilp.unr" if layout.unroll else "ilp.seq"})
-            elif layout.unroll:
+            if not ilp and layout.unroll:
                 knl = self._unroll(knl, fold, trip)
         if layout.unroll:
             for iname, loop in self.prog.loops.items():
