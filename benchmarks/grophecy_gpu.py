@@ -92,7 +92,8 @@ def measure(args) -> int:
               f"{time.perf_counter() - started:.0f} s", flush=True)
     (out / "grophecy-layouts.json").write_text(json.dumps(
         {"gpu": args.gpu, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-         "static_shared_bytes": static, "layouts": layouts, "refused": refused},
+         "nvidia_driver": _nvidia_driver(), "static_shared_bytes": static,
+         "layouts": layouts, "refused": refused},
         indent=1) + "\n")
     backend = make_backend(args.backend)
     with backend, Store(out / f"grophecy-{args.backend}.sqlite", backend.identity) as store:
@@ -100,6 +101,19 @@ def measure(args) -> int:
     print(f"measured {result.measured}, statuses {result.statuses}, "
           f"{time.perf_counter() - started:.0f} s", flush=True)
     return 0
+
+
+def _nvidia_driver() -> str | None:
+    """The NVIDIA driver's version, as nvidia-smi reports it."""
+    import subprocess
+
+    try:
+        run = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return run.stdout.strip().splitlines()[0]
 
 
 def _static_shared_bytes(backend: str) -> int:
@@ -203,6 +217,7 @@ def report(args) -> int:
            "identity": identity, "statuses": statuses,
            "left_out": doc_layouts["refused"],
            "static_shared_bytes": doc_layouts.get("static_shared_bytes"),
+           "nvidia_driver": doc_layouts.get("nvidia_driver"),
            "summary": summary, "cases": cases}
     target = folder / "grophecy.json"
     target.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")

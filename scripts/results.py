@@ -1282,8 +1282,9 @@ def _grophecy_gpu() -> list[str]:
         statuses = ", ".join(f"{n} {k}" for k, n in sorted(doc["statuses"].items()))
         out += [f"**Realized layouts on the {GPU_LABEL[gpu]}** (`benchmarks/grophecy_gpu.py`): "
                 f"layouts of each skeleton spread over GROPHECY's ranking, realized as Loopy "
-                f"kernels and measured on {ident['device']}, driver {ident['driver']}, "
-                f"{ident['backend']}, {doc['measured_on'][:10]} (`{doc['store']}`, "
+                f"kernels and measured on {ident['device']} through {ident['backend']} "
+                f"({ident['driver']}, NVIDIA driver {doc.get('nvidia_driver') or 'unknown'}), "
+                f"{doc['measured_on'][:10]} (`{doc['store']}`, "
                 f"{file_commit(ROOT / doc['store'])}; {statuses}). Deviation: "
                 "exp(mean |log(predicted / measured)|) − 1 over the measured layouts (the "
                 "paper: 17% in geometric mean over its hand-tuned codes); chosen: the "
