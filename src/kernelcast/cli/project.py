@@ -141,14 +141,6 @@ class _Progress:
             self.width = 0
 
 
-def _hint_error(err: UsageError, hints: str) -> UsageError:
-    """The search's complaints about hinted domains name the hints file."""
-    text = str(err)
-    if text.startswith(("hints ", "the hints ", "block ", "folding ")):
-        return UsageError(f"{hints}: {text}")
-    return err
-
-
 def _cells(layout) -> dict[str, str]:
     """Each factor of *layout*, short enough for a table row."""
     tasks = math.prod(layout.fold)
@@ -229,8 +221,6 @@ def project(args) -> int:
     started = time.perf_counter()
     try:
         result = search(skeleton, hardware, kernel=kernel, hints=hints, progress=progress)
-    except UsageError as err:
-        raise (_hint_error(err, args.hints) if args.hints else err) from None
     finally:
         progress.close()
     took = time.perf_counter() - started

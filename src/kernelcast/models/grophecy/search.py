@@ -57,6 +57,7 @@ class Hints:
     stage: dict[str, tuple[int, ...]] | None = None
     cache: tuple[tuple[str, ...], ...] | None = None
     unroll: tuple[bool, ...] = (True,)
+    source: str = ""  # the hints file, named in the search's complaints about them
 
 
 def _int_lists(value, key: str, where: str) -> tuple[tuple[int, ...], ...]:
@@ -114,7 +115,7 @@ def load_hints(path: str | Path) -> Hints:
             raise UsageError(f"{where}: unroll must be a list of true/false, like "
                              "unroll = [true]")
         hints["unroll"] = tuple(dict.fromkeys(unroll))
-    return Hints(**hints)
+    return Hints(**hints, source=where)
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,15 @@ def search(skeleton: Skeleton, hardware: Hardware, *, kernel: ParallelFor | None
         kernel = skeleton.kernels[0]
     ch = Characterizer(skeleton, kernel, hardware)
     hints = hints or Hints()
+    try:
+        return _search(ch, hardware, hints, progress)
+    except UsageError as err:  # with hints, the search refuses only what they ask
+        if hints.source:
+            raise UsageError(f"{hints.source}: {err}") from None
+        raise
+
+
+def _search(ch: Characterizer, hardware: Hardware, hints: Hints, progress) -> SearchResult:
     limit = hardware.shared_mem_per_block or hardware.shared_mem_per_sm
     projections, searched, infeasible = [], 0, {}
     for layout in _layouts(ch, hints):
