@@ -32,7 +32,7 @@ column of B in registers from one task to the next); tasks are
 dealt to threads cyclically (adjacent threads, adjacent tasks: §6.1) for the warp's
 addresses and stages, while F̂ is the thread's tasks as one box for Eq. (13) (§6.3).
 
-Public names: Characteristics, Characterizer.
+Public names: MemoryInstruction, Characteristics, Characterizer.
 """
 
 from __future__ import annotations
@@ -96,14 +96,6 @@ class Characteristics:
     memory: tuple[MemoryInstruction, ...]
     func_insts: float
     peripheral: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def coal_mem_insts(self) -> float:
-        return self.workload.coal_mem_insts
-
-    @property
-    def uncoal_mem_insts(self) -> float:
-        return self.workload.uncoal_mem_insts
 
 
 class Characterizer:
