@@ -38,7 +38,7 @@ def test_matmul_listing_2():
     ld_a, ld_b, comp3 = loop.body
     assert ld_a.indices == (aff(i=1), aff(k=1)) and ld_b.indices == (aff(k=1), aff(j=1))
     assert comp3.count == 3 and store.indices == (aff(i=1), aff(j=1))
-    assert (ld_a.line, ld_a.column) == (24, 5)
+    assert (ld_a.line, ld_a.column) == (26, 5)  # line 26 of matmul.sk
     assert s.array("A").elem_bytes == 4
 
 
