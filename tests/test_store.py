@@ -21,7 +21,11 @@ from kernelcast.measure.store import (
     read_measurements,
 )
 
-COMMITTED_STORES = sorted((Path(__file__).resolve().parent.parent / "data").glob("*/*.sqlite"))
+_DATA = Path(__file__).resolve().parent.parent / "data"
+# the calibration stores, measured before schema 2; stores measured later are schema 3
+COMMITTED_STORES = sorted(p for p in _DATA.glob("*/*.sqlite")
+                          if p.name in ("opencl.sqlite", "cuda.sqlite"))
+LATER_STORES = sorted(p for p in _DATA.glob("*/*.sqlite") if p not in COMMITTED_STORES)
 FAILED = [s for s in STATUSES if s not in ("ok", "unstable")]
 NEW_IN_2 = ["size_out_of_range", "failed"]
 NEW_IN_3 = ["crashed"]
@@ -321,6 +325,19 @@ def test_a_committed_schema_1_store_opens_and_reads_as_it_is(committed, tmp_path
     assert rows == _raw_rows(copy) and len(rows) > 100
     assert {r["status"] for r in rows} <= set(SCHEMA_STATUSES[1])
     assert len(read_measurements(copy)) == len(rows)
+    assert _sha(copy) == before == _sha(committed)
+
+
+@pytest.mark.parametrize("committed", LATER_STORES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_later_committed_store_is_schema_3_whole_and_unchanged_by_reading(committed,
+                                                                           tmp_path):
+    before = _sha(committed)
+    copy = tmp_path / committed.name
+    shutil.copy(committed, copy)
+    with Store(copy) as s:
+        assert s.schema_version == 3 and s.damaged() == []
+        rows = s.rows()
+    assert rows and all(r["damage"] is None for r in rows)
     assert _sha(copy) == before == _sha(committed)
 
 
