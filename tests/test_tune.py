@@ -1,0 +1,106 @@
+"""Tuning: spaces as data, variants made by Loopy and run on PoCL, a ranking by a model,
+the top K measured into a store and resumed without measuring anything twice."""
+
+from types import SimpleNamespace
+
+import loopy as lp
+import numpy as np
+import pytest
+
+from kernelcast.errors import UsageError
+from kernelcast.measure.store import Store
+from kernelcast.measure.verify import check_case
+from kernelcast.models import get_model
+from kernelcast.tune.space import (
+    Axis,
+    Space,
+    apply,
+    default_space,
+    invalid,
+    load_space,
+    variant_key,
+)
+from kernelcast.tune.tuner import rank, tune
+
+PARAMS = {"n": 24, "m": 40}
+
+
+def build():
+    """out = a @ b with a reduction of 4: untagged, to be tuned."""
+    return lp.make_kernel(
+        "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
+        "out[i, j] = sum(k, a[i, k] * b[k, j])",
+        [lp.GlobalArg("a", np.float32, shape=("n", 4)),
+         lp.GlobalArg("b", np.float32, shape=(4, "m")),
+         lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
+         lp.ValueArg("n, m", np.int32)],
+        name="mm", lang_version=(2018, 2))
+
+
+SPACE = Space((Axis("j", (4, 8), (1, 2)), Axis("i", (1, 2))), (("k", (1, 4)),))
+
+
+def test_a_space_file_lists_its_variants(tmp_path):
+    path = tmp_path / "space.toml"
+    path.write_text("[axes.j]\ngroup = [4, 8]\nper_item = [1, 2]\n[axes.i]\ngroup = [1, 2]\n"
+                    "[unroll]\nk = [1, 4]\n")
+    space = load_space(path)
+    assert space == SPACE and len(space) == 2 * 2 * 2 * 1 * 2
+    first = next(space.variants())
+    assert variant_key(first) == "j.group=4,j.per_item=1,i.group=1,i.per_item=1,unroll.k=1"
+    for text, message in [("[axes]\n", "at least one"), ("[axes.j]\nper_item = [1]\n",
+                                                         "takes group"),
+                          ("[axes.j]\ngroup = [0]\n", "positive integers"),
+                          ("[tiles]\n", "unknown section"), ("[axes.j\n", "not a TOML")]:
+        path.write_text(text)
+        with pytest.raises(UsageError, match=message):
+            load_space(path)
+
+
+def test_the_default_space_tunes_the_parallel_loops_and_unrolls_the_reduction():
+    space = default_space(build(), PARAMS, max_group_size=64)
+    # j (40) fastest, then i (24); groups are powers of two up to the loop or the device
+    assert [a.iname for a in space.axes] == ["j", "i"]
+    assert space.axes[0].group == (1, 2, 4, 8, 16, 32) and space.axes[1].group[-1] == 16
+    assert space.unroll == (("k", (1, 2, 4)),)
+
+
+def test_every_variant_computes_the_product(pocl):
+    for variant in SPACE.variants():
+        knl = apply(build(), variant, SPACE)
+        case = SimpleNamespace(
+            params=PARAMS, kernel=lambda knl=knl: knl,
+            reference=lambda args: {"out": args["a"] @ args["b"]})
+        errors = check_case(case, pocl)
+        assert errors["out"] < 1e-5, variant
+
+
+def test_a_variant_too_big_for_the_device_is_skipped_with_its_reason():
+    space = Space((Axis("j", (8, 64)), Axis("i", (1, 2))))
+    model = get_model("hong-kim", hardware="h100").fit()
+    ranked, skipped = rank(build(), PARAMS, space, model, max_group_size=64)
+    assert [r.variant["j.group"] * r.variant["i.group"] for r in skipped] == [128]
+    assert "work-group of 128 work-items; the device runs at most 64" in skipped[0].reason
+    assert len(ranked) == 3 and all(r.predicted_s > 0 for r in ranked)
+    assert [r.predicted_s for r in ranked] == sorted(r.predicted_s for r in ranked)
+    assert invalid({"j.group": 8, "i.group": 2}, space, max_group_size=64) is None
+
+
+def test_tuning_measures_the_top_k_and_resumes_without_measuring_twice(pocl, tmp_path):
+    model = get_model("hong-kim", hardware="h100").fit()
+    db = tmp_path / "tune.sqlite"
+    with Store(db, pocl.identity) as store:
+        result = tune(build, PARAMS, SPACE, model, pocl, store, family="mm", top=3,
+                      progress=None)
+        rows = store.rows()
+    assert len(result.ranked) == len(SPACE) and not result.skipped
+    top = [f"mm/{r.key}" for r in result.ranked[:3]]
+    assert sorted(result.measured) == sorted(top) == sorted(r["case_name"] for r in rows)
+    assert set(result.statuses.values()) <= {"ok", "unstable"}
+    name, seconds = result.best
+    assert name in top and seconds == min(result.measured.values())
+    with Store(db, pocl.identity) as store:
+        again = tune(build, PARAMS, SPACE, model, pocl, store, family="mm", top=3,
+                     progress=None)
+        assert len(store.rows()) == 3  # nothing measured twice
+    assert again.measured == result.measured
