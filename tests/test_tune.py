@@ -15,6 +15,7 @@ from kernelcast.tune.space import (
     Axis,
     Space,
     apply,
+    code,
     default_space,
     invalid,
     load_space,
@@ -104,3 +105,14 @@ def test_tuning_measures_the_top_k_and_resumes_without_measuring_twice(pocl, tmp
                      progress=None)
         assert len(store.rows()) == 3  # nothing measured twice
     assert again.measured == result.measured
+
+
+def test_the_code_of_a_variant_makes_the_same_kernel():
+    variant = {"j.group": 8, "j.per_item": 2, "i.group": 2, "i.per_item": 1, "unroll.k": 4}
+    text = code(variant, SPACE)
+    assert "lp.split_iname(knl, 'j', 16, outer_tag='g.0'" in text
+    namespace = {"knl": build()}
+    exec(text, namespace)  # noqa: S102 - what a user pastes
+    made = apply(build(), variant, SPACE)
+    assert lp.generate_code_v2(namespace["knl"]).device_code() == \
+        lp.generate_code_v2(made).device_code()

@@ -12,7 +12,7 @@ hardware, the values each transformation may take:
 
 A *variant* is one value per parameter, a mapping such as ``{"j.group": 32,
 "j.per_item": 2, "i.group": 4, "i.per_item": 1, "unroll.k": 4}``. ``apply`` makes its
-kernel; ``invalid`` says why a variant cannot run on a device (too many work-items per
+kernel, ``code`` the Python that makes it; ``invalid`` says why a variant cannot run on a device (too many work-items per
 group, more local memory than a group may have) or None.
 
 Spaces are written as TOML::
@@ -30,8 +30,8 @@ result depends on and no reduction runs over), the last one fastest; powers of t
 groups and tasks per item; unrolling by 1, 2 or 4 for sequential loops with a fixed trip
 count.
 
-Public names: Axis, Space, InvalidVariant, load_space, default_space, apply, invalid,
-variant_key.
+Public names: Axis, Space, InvalidVariant, load_space, default_space, steps, apply,
+code, invalid, variant_key.
 """
 
 from __future__ import annotations
@@ -213,37 +213,57 @@ def default_space(knl, params: Mapping[str, int], max_group_size: int = 1024) ->
     return Space(tuple(axes), tuple(unroll))
 
 
-def apply(knl, variant: Mapping, space: Space):
-    """The kernel of *variant*: each axis split into groups (``g.k``), a loop over its
-    tasks per work-item, and work-items (``l.k``); unrolled loops split by their factor
-    with the inner part unrolled. InvalidVariant when Loopy refuses."""
-    import loopy as lp
-
+def steps(variant: Mapping, space: Space) -> list[tuple[str, tuple, dict]]:
+    """The Loopy transformations that make *variant*, as (function name, arguments,
+    keywords): each axis split into groups (``g.k``), a loop over its tasks per
+    work-item, and work-items (``l.k``); unrolled loops split by their factor with the
+    inner part unrolled."""
+    out = []
     try:
         for k, axis in enumerate(space.axes):
             group = int(variant[f"{axis.iname}.group"])
             per = int(variant.get(f"{axis.iname}.per_item", 1))
             if per == 1:
-                knl = lp.split_iname(knl, axis.iname, group, outer_tag=f"g.{k}",
-                                     inner_tag=f"l.{k}")
+                out.append(("split_iname", (axis.iname, group),
+                            {"outer_tag": f"g.{k}", "inner_tag": f"l.{k}"}))
             else:
-                knl = lp.split_iname(knl, axis.iname, group * per, outer_tag=f"g.{k}",
-                                     outer_iname=f"{axis.iname}_g",
-                                     inner_iname=f"{axis.iname}_in")
-                knl = lp.split_iname(knl, f"{axis.iname}_in", group, inner_tag=f"l.{k}",
-                                     outer_iname=f"{axis.iname}_item",
-                                     inner_iname=f"{axis.iname}_l")
+                out.append(("split_iname", (axis.iname, group * per),
+                            {"outer_tag": f"g.{k}", "outer_iname": f"{axis.iname}_g",
+                             "inner_iname": f"{axis.iname}_in"}))
+                out.append(("split_iname", (f"{axis.iname}_in", group),
+                            {"inner_tag": f"l.{k}", "outer_iname": f"{axis.iname}_item",
+                             "inner_iname": f"{axis.iname}_l"}))
         for iname, _ in space.unroll:
             factor = int(variant[f"unroll.{iname}"])
             if factor > 1:
-                knl = lp.split_iname(knl, iname, factor, inner_tag="unr",
-                                     outer_iname=f"{iname}_o", inner_iname=f"{iname}_u")
+                out.append(("split_iname", (iname, factor),
+                            {"inner_tag": "unr", "outer_iname": f"{iname}_o",
+                             "inner_iname": f"{iname}_u"}))
     except KeyError as err:
         raise InvalidVariant(f"the variant gives no value for {err.args[0]}") from None
+    return out
+
+
+def apply(knl, variant: Mapping, space: Space):
+    """The kernel of *variant* (``steps`` applied); InvalidVariant when Loopy refuses."""
+    import loopy as lp
+
+    try:
+        for name, args, kwargs in steps(variant, space):
+            knl = getattr(lp, name)(knl, *args, **kwargs)
     except lp.LoopyError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InvalidVariant(f"Loopy cannot make it: {first}") from None
     return knl
+
+
+def code(variant: Mapping, space: Space, name: str = "knl") -> str:
+    """Python a user can paste to make *variant* from the untuned kernel *name*."""
+    lines = ["import loopy as lp", ""]
+    for function, args, kwargs in steps(variant, space):
+        parts = [name, *map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())]
+        lines.append(f"{name} = lp.{function}({', '.join(parts)})")
+    return "\n".join(lines) + "\n"
 
 
 def invalid(variant: Mapping, space: Space, *, max_group_size: int,
