@@ -116,3 +116,13 @@ def test_the_code_of_a_variant_makes_the_same_kernel():
     made = apply(build(), variant, SPACE)
     assert lp.generate_code_v2(namespace["knl"]).device_code() == \
         lp.generate_code_v2(made).device_code()
+
+
+def test_the_worked_example_of_docs_tuning_runs():
+    import doctest
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "tuning.md"
+    result = doctest.testfile(str(page), module_relative=False,
+                              optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted >= 8
