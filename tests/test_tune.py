@@ -11,6 +11,7 @@ from kernelcast.errors import UsageError
 from kernelcast.measure.store import Store
 from kernelcast.measure.verify import check_case
 from kernelcast.models import get_model
+from kernelcast.tune.families import FAMILIES
 from kernelcast.tune.space import (
     Axis,
     Space,
@@ -126,3 +127,23 @@ def test_the_worked_example_of_docs_tuning_runs():
     result = doctest.testfile(str(page), module_relative=False,
                               optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 8
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_family_has_enough_variants_and_they_compute_its_reference(name, pocl):
+    fam = FAMILIES[name]
+    valid = [v for v in fam.space.variants()
+             if invalid(v, fam.space, max_group_size=1024) is None]
+    assert len(valid) >= 10
+    for variant in valid[:: max(1, len(valid) // 5)]:  # five spread over the space
+        knl = apply(fam.build(), variant, fam.space)
+        case = SimpleNamespace(params=fam.check_params, kernel=lambda knl=knl: knl,
+                               reference=fam.reference)
+        errors = check_case(case, pocl)
+        assert max(errors.values()) < 1e-5, (variant, errors)
+
+
+def test_two_families_have_two_hundred_variants_or_more():
+    sizes = sorted(sum(invalid(v, f.space, max_group_size=1024) is None
+                       for v in f.space.variants()) for f in FAMILIES.values())
+    assert sizes[-2] >= 200
