@@ -2,7 +2,8 @@
 
 Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate, fit
 (measuring); predict, evaluate, report, demo (models); project (project: GROPHECY's
-layout search of a code skeleton). Every ``--model`` takes the registry's names
+layout search of a code skeleton); tune (tune: rank a kernel's variants with a model,
+measure the best). Every ``--model`` takes the registry's names
 (kernelcast.models). A flag means the same on every verb that has it
 (``--registers FILE`` is a registers file everywhere; predict's per-thread count is
 ``--registers-per-thread N``); list flags take several values after one flag or the flag
@@ -21,7 +22,7 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import kernels, measuring, models, project
+from kernelcast.cli import kernels, measuring, models, project, tune
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
@@ -255,6 +256,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "--define N=400 K=200; FLOPS=N gives the GFLOP/s column")
     _json(p)
     p.set_defaults(run=project.project)
+
+    p = sub.add_parser("tune", help="rank every variant of a kernel's search space with a "
+                                    "model, measure the best few, print the fastest")
+    _kernel_args(p)
+    _param(p, "the kernel's sizes (every size parameter it has)", required=True)
+    p.add_argument("--profile", help="a fitted profile (any model) that ranks the variants")
+    p.add_argument("--model", choices=names,
+                   help="hong-kim with --hardware needs no profile; otherwise the "
+                        "profile's model")
+    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+    p.add_argument("--space", metavar="FILE", help="a TOML search space: [axes.NAME] group, "
+                   "per_item; [unroll] (docs/cli.md; default: derived from the kernel)")
+    p.add_argument("--measure-top", default="5", metavar="K",
+                   help="measure the K best-predicted variants (default 5)")
+    p.add_argument("--db", help="measurement store (default: "
+                   "kernelcast-data/<device>-<backend>-tune.sqlite); a rerun measures "
+                   "nothing twice")
+    _device_args(p)
+    _json(p)
+    p.set_defaults(run=tune.tune)
 
     p = sub.add_parser("demo", help="the main job: calibrate the best device, evaluate")
     _device_args(p)

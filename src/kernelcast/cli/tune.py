@@ -1,0 +1,197 @@
+"""`kernelcast tune`: rank every variant of a kernel's search space with a model, measure
+the best few on the device into a store (resumable), and print the winner with the code
+that makes it (kernelcast.tune)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from kernelcast.cli.args import sizes, statistics
+from kernelcast.errors import KernelcastError, UsageError
+
+
+def _top(text) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"--measure-top {text}: expected a positive integer")
+    return value
+
+
+def _kernel(args):
+    """(build, knl, params, stats): the factory's kernel and its sizes, checked."""
+    from kernelcast.frontends.files import build_kernel, load_factory
+    from kernelcast.measure.arrays import check_sizes, size_parameters
+
+    params = sizes(args.param)
+    stats = statistics(args.stat)
+    factory = load_factory(args.kernel)
+
+    def build():
+        return build_kernel(factory, args.kernel)
+
+    build.__name__ = getattr(factory, "__name__", "build")
+    knl = build()
+    needed = size_parameters(knl)
+    kernel = knl.default_entrypoint
+    known = set(needed) | set(kernel.all_params())
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise UsageError(f"{args.kernel} has no size parameter {', '.join(unknown)} "
+                         f"(its sizes: {', '.join(sorted(known)) or 'none'})")
+    missing = [p for p in needed if p not in params]
+    if missing:
+        raise UsageError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
+                         f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
+    check_sizes(knl, params)
+    return build, knl, params, stats
+
+
+class _RankProgress:
+    """Counts the properties of each variant (seconds each): a line on a terminal."""
+
+    def __init__(self, total: int, stats: dict, stream):
+        from kernelcast.properties import extract_properties
+
+        self.extract, self.stats, self.stream = extract_properties, stats, stream
+        self.total, self.done, self.start = total, 0, time.monotonic()
+
+    def __call__(self, knl):
+        props = self.extract(knl, data_statistics=self.stats or None)
+        self.done += 1
+        if self.stream is not None:
+            elapsed = time.monotonic() - self.start
+            print(f"\rranking: {self.done} of {self.total} variants counted, "
+                  f"{elapsed:.0f}s", end="", file=self.stream, flush=True)
+        return props
+
+    def finish(self):
+        if self.stream is not None and self.done:
+            print(file=self.stream, flush=True)
+
+
+def tune(args) -> int:
+    from kernelcast.cli.models import _model
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.measure.campaign import job_label
+    from kernelcast.measure.store import Store
+    from kernelcast.tune.space import default_space, load_space
+    from kernelcast.tune.tuner import tune as run
+    from kernelcast.workflow import default_paths
+
+    top = _top(args.measure_top)
+    if not args.profile and not args.model:
+        raise UsageError("give --profile P.json or --model hong-kim --hardware NAME")
+    build, knl, params, stats = _kernel(args)  # bad input before the device is touched
+    space = load_space(args.space) if args.space else None
+    model = _model(args)
+    family = job_label(build, knl)
+    backend = make_backend(args.backend, args.device, wait=getattr(args, "wait", 0.0))
+    with backend:
+        info = backend.device
+        if space is None:
+            space = default_space(knl, params, max_group_size=info.max_group_size)
+        if args.db:
+            db = args.db
+        else:
+            store_path, _ = default_paths(info.name, backend.name, "tune")
+            db = store_path.with_name(f"{store_path.stem}-tune.sqlite")
+            db.parent.mkdir(parents=True, exist_ok=True)
+        counter = _RankProgress(len(space), stats,
+                                sys.stderr if sys.stderr.isatty() else None)
+        with Store(db, backend.identity) as store:
+            print(f"tuning {family} on {info.name} ({backend.name}): {len(space)} variants "
+                  f"ranked by {model.name}, the best {top} measured into {db}",
+                  file=sys.stderr, flush=True)
+            try:
+                result = run(build, params, space, model, backend, store, family=family,
+                             top=top, properties=counter)
+            finally:
+                counter.finish()
+    doc = _document(args, family, params, info, backend, model, space, db, result, top)
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+    else:
+        _print(doc)
+    if not result.ranked:
+        raise KernelcastError(f"no variant of the space can be ranked on {info.name}; "
+                              "see the reasons above")
+    if doc["winner"] is None:
+        raise KernelcastError(f"no measured variant could be timed; the messages are in "
+                              f"{db}")
+    return 0
+
+
+def _document(args, family, params, info, backend, model, space, db, result, top) -> dict:
+    from kernelcast.tune.space import code
+
+    reasons: dict[str, int] = {}
+    for r in result.skipped:
+        reasons[r.reason] = reasons.get(r.reason, 0) + 1
+    rows = []
+    for i, r in enumerate(result.ranked[:top], 1):
+        name = f"{family}/{r.key}"
+        rows.append({"rank": i, "key": r.key, "variant": r.variant,
+                     "predicted_s": r.predicted_s, "measured_s": result.measured.get(name),
+                     "status": result.statuses.get(name, "missing")})
+    winner = None
+    if result.best is not None:
+        name, seconds = result.best
+        row = next(r for r in rows if f"{family}/{r['key']}" == name)
+        first = rows[0]
+        winner = {**row, "code": code(row["variant"], space),
+                  "best_predicted": {"rank": 1, "key": first["key"],
+                                     "measured_s": first["measured_s"]},
+                  "speedup_over_best_predicted": (first["measured_s"] / seconds
+                                                  if first["measured_s"] else None)}
+    hardware = model.provenance_.get("device") if hasattr(model, "provenance_") else None
+    return {"kernel": args.kernel, "family": family, "params": params,
+            "device": info.name, "backend": backend.name,
+            "model": model.name, "model_hardware": hardware, "store": str(db),
+            "space": {"variants": len(space), "valid": len(result.ranked),
+                      "skipped": len(result.skipped), "skipped_reasons": reasons},
+            "top": rows, "winner": winner}
+
+
+def _print(doc: dict) -> None:
+    import pandas as pd
+
+    from kernelcast.report import format_seconds, format_table
+
+    sized = " ".join(f"{k}={v}" for k, v in doc["params"].items())
+    model = doc["model"] + (f" ({doc['model_hardware']})" if doc["model_hardware"] else "")
+    s = doc["space"]
+    print(f"kernel {doc['family']} ({doc['kernel']}) at {sized or 'no sizes'}")
+    print(f"device {doc['device']} ({doc['backend']}); model {model}; store {doc['store']}")
+    print(f"space: {s['variants']} variants, {s['valid']} valid, {s['skipped']} skipped")
+    for reason, count in sorted(s["skipped_reasons"].items(), key=lambda kv: -kv[1]):
+        print(f"  {count} skipped: {reason}")
+    if doc["top"]:
+        frame = pd.DataFrame([{
+            "rank": r["rank"], "variant": r["key"],
+            "predicted": format_seconds(r["predicted_s"]),
+            "measured": "" if r["measured_s"] is None else format_seconds(r["measured_s"]),
+            "status": r["status"]} for r in doc["top"]])
+        print()
+        print(format_table(frame))
+    w = doc["winner"]
+    if w is None:
+        return
+    best = w["best_predicted"]
+    if w["rank"] == 1:
+        versus = "the best-predicted variant is the fastest measured"
+    elif best["measured_s"] is None:
+        versus = "the best-predicted variant gave no time"
+    else:
+        versus = (f"{w['speedup_over_best_predicted']:.2f}x faster than the best-predicted "
+                  f"variant ({format_seconds(best['measured_s'])})")
+    print()
+    print(f"winner: rank {w['rank']} {w['key']}: predicted {format_seconds(w['predicted_s'])}, "
+          f"measured {format_seconds(w['measured_s'])}; {versus}")
+    print("\nits code (after knl = the factory's kernel):\n")
+    print(w["code"], end="")
