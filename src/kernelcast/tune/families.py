@@ -133,7 +133,7 @@ FAMILIES = {f.name: f for f in (
            Space((Axis("j", (16, 32, 64, 128), (1, 2, 4)), Axis("i", (1, 2, 4, 8, 16),
                                                                (1, 2, 4))),
                  (("k", (1, 4, 8)),)),
-           {"n": 2048}, {"n": 40}, lambda a: {"c": a["a"] @ a["b"]}),
+           {"n": 1024}, {"n": 40}, lambda a: {"c": a["a"] @ a["b"]}),
     Family("stencil2d", _stencil2d,
            Space((Axis("j", _GROUPS, (1, 2, 4)), Axis("i", (1, 2, 4, 8, 16), (1, 2, 4))),),
            {"n": 8192}, {"n": 37}, _stencil2d_ref),
