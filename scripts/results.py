@@ -1311,6 +1311,58 @@ def _grophecy_gpu() -> list[str]:
     return out
 
 
+def section_tuning() -> list[str]:
+    out = ["## Tuning (in progress)", ""]
+    for gpu in GPUS:
+        path = DATA / gpu / "tuning-regret.json"
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ident, noise = doc["identity"], doc["noise"]
+        truth = DATA / gpu / "tuning-cuda.sqlite"
+        meta = DATA / gpu / "tuning-cuda.json"
+        driver = (json.loads(meta.read_text()).get("nvidia_driver") if meta.exists()
+                  else None)
+        out += [f"`benchmarks/tuning_regret.py`, {doc['date'][:16].replace('T', ' ')} UTC: "
+                f"each model's ranking of every variant of the tuning families "
+                "(`kernelcast.tune.families`), against every variant measured on "
+                f"{ident['device']} through {ident['backend']} ({ident['driver']}, NVIDIA "
+                f"driver {driver or 'unknown'}; `{rel(truth)}`, {file_commit(truth)}; "
+                "`benchmarks/tuning_gpu.py`). These rows are in no fitting set. Regret: "
+                "the measured time of the model's top-1 pick (or the best of its top 3) "
+                "over the best measured, minus 1; ρ: Spearman's rank correlation of "
+                "predicted and measured times. Run-to-run noise, "
+                f"{noise['repeated']} variants timed again: median "
+                f"{noise['median_abs']:.2%}, at most {noise['max_abs']:.1%}. Targets "
+                "(issue 23): top-1 within 5%, best of top 3 within 2%, mean ρ ≥ 0.8.", ""]
+        families = doc["families"]
+        models = list(next(iter(families.values()))["models"])
+        rows = []
+        for name, e in families.items():
+            cells = [name, str(e["variants"]), str(e["within_5_percent"]),
+                     seconds_text(e["best_s"])]
+            cells += [f"{e['models'][m]['top1']:.0%} / {e['models'][m]['top3']:.0%} / "
+                      f"{e['models'][m]['spearman']:.2f}" for m in models]
+            cells.append(f"{e['seconds_per_variant'] * 1e3:.0f} ms")
+            rows.append(cells)
+        means = [sum(e["models"][m]["spearman"] for e in families.values()) / len(families)
+                 for m in models]
+        rows.append(["mean ρ", "", "", "", *(f"{x:.2f}" for x in means), ""])
+        out += [table(["family", "variants", "within 5%", "best",
+                       *(f"{m}: top-1 / top-3 / ρ" for m in models), "ranking"],
+                      rows, ["l", "r", "r", "r", *("r" for _ in models), "r"]), ""]
+        skipped = {n: len(e["not_counted"]) for n, e in families.items() if e["not_counted"]}
+        if skipped:
+            out.append("Variants whose properties could not be counted (left out of the "
+                       "ranking): " + ", ".join(f"{n} {k}" for n, k in skipped.items())
+                       + " (a RecursionError compiling their evaluator; issue 23's note).")
+        out.append("Ranking: seconds per variant to make it, count its properties (cold "
+                   "cache) and predict it with every model, on this 2-core machine.")
+    if len(out) == 2:
+        out.append("*Not generated: no data/<gpu>/tuning-regret.json.*")
+    return out
+
+
 def section_properties_speed() -> list[str]:
     return ["## Property extraction and evaluation speed (historical)", "",
             "`benchmarks/properties_speed.py` prints, per kernel, the first "
@@ -1557,6 +1609,7 @@ def main() -> int:
         section_speed(),
         section_reliability(),
         section_grophecy(),
+        section_tuning(),
         section_properties_speed(),
         section_hardware(),
         section_backends(stores),
