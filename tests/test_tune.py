@@ -147,3 +147,19 @@ def test_two_families_have_two_hundred_variants_or_more():
     sizes = sorted(sum(invalid(v, f.space, max_group_size=1024) is None
                        for v in f.space.variants()) for f in FAMILIES.values())
     assert sizes[-2] >= 200
+
+
+def test_a_folded_3d_stencil_is_counted_exactly():
+    # folded along two axes, its counts are quasi-polynomials of thousands of terms; their
+    # compiled evaluator must still compile (a flat sum overflowed Python's recursion)
+    from kernelcast.properties import extract_properties
+
+    fam = FAMILIES["stencil3d"]
+    variant = {"k.group": 16, "k.per_item": 2, "j.group": 2, "j.per_item": 2,
+               "i.group": 2, "i.per_item": 2}
+    props = extract_properties(apply(fam.build(), variant, fam.space))
+    for n in (13, 40, 512):
+        values = props.evaluate({"n": n})
+        interior = (n - 2) ** 3  # every interior point: 6 additions, 1 division, 7 loads
+        assert (values["add_f32"], values["div_f32"]) == (6 * interior, interior)
+        assert values["load_global_32_s1"] == 7 * interior
