@@ -163,3 +163,17 @@ def test_a_folded_3d_stencil_is_counted_exactly():
         interior = (n - 2) ** 3  # every interior point: 6 additions, 1 division, 7 loads
         assert (values["add_f32"], values["div_f32"]) == (6 * interior, interior)
         assert values["load_global_32_s1"] == 7 * interior
+
+
+def test_a_space_naming_loops_the_kernel_lacks_is_refused(pocl, tmp_path):
+    from kernelcast.tune.space import check_space
+
+    with pytest.raises(UsageError, match="not a loop of kernel 'mm'"):
+        check_space(Space((Axis("q", (4,)),)), build())
+    tagged = lp.split_iname(build(), "j", 4, outer_tag="g.0", inner_tag="l.0")
+    with pytest.raises(UsageError, match="already mapped"):
+        check_space(Space((Axis("j_inner", (4,)),)), tagged)
+    model = get_model("hong-kim", hardware="h100").fit()
+    with Store(tmp_path / "t.sqlite", pocl.identity) as store, \
+            pytest.raises(UsageError, match="not a loop"):
+        tune(build, PARAMS, Space((Axis("q", (4,)),)), model, pocl, store, family="mm")

@@ -30,8 +30,8 @@ result depends on and no reduction runs over), the last one fastest; powers of t
 groups and tasks per item; unrolling by 1, 2 or 4 for sequential loops with a fixed trip
 count.
 
-Public names: Axis, Space, InvalidVariant, load_space, default_space, steps, apply,
-code, invalid, variant_key.
+Public names: Axis, Space, InvalidVariant, load_space, check_space, default_space, steps,
+apply, code, invalid, variant_key.
 """
 
 from __future__ import annotations
@@ -140,6 +140,21 @@ def load_space(path) -> Space:
         raise UsageError(f"{where}: [unroll] maps loops to lists of factors")
     return Space(tuple(axes), tuple((k, _positive_ints(v, where, f"unroll.{k}"))
                                     for k, v in unroll.items()))
+
+
+def check_space(space: Space, knl) -> None:
+    """A UsageError naming the loops of *space* that *knl* does not have, or that are
+    mapped to the hardware already."""
+    kernel = knl.default_entrypoint if hasattr(knl, "default_entrypoint") else knl
+    names = [a.iname for a in space.axes] + [n for n, _ in space.unroll]
+    missing = [n for n in names if n not in kernel.all_inames()]
+    if missing:
+        raise UsageError(f"the space names {', '.join(missing)}, not a loop of kernel "
+                         f"{kernel.name!r} (its loops: {', '.join(sorted(kernel.all_inames()))})")
+    tagged = [n for n in names if kernel.iname_tags(n)]
+    if tagged:
+        raise UsageError(f"the space tunes {', '.join(tagged)}, already mapped to the "
+                         f"hardware in kernel {kernel.name!r}")
 
 
 def _parallel_inames(kernel) -> list[str]:

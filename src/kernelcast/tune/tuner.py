@@ -17,7 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kernelcast.errors import KernelcastError
-from kernelcast.tune.space import InvalidVariant, Space, apply, invalid, variant_key
+from kernelcast.tune.space import (
+    InvalidVariant,
+    Space,
+    apply,
+    check_space,
+    invalid,
+    variant_key,
+)
 
 
 @dataclass(frozen=True)
@@ -87,15 +94,20 @@ def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size:
 
 def tune(build: Callable, params: Mapping[str, int], space: Space, model, backend, store,
          *, family: str, top: int = 5, properties: Callable | None = None,
-         progress=None) -> TuneResult:
+         progress=None, rank_progress: Callable[[int, int], None] | None = None
+         ) -> TuneResult:
     """Rank *space*'s variants of the kernel *build()* makes, and measure the *top* best
-    on *backend* into *store*; see the module docstring."""
+    on *backend* into *store*; see the module docstring. *rank_progress(done, total)*
+    follows the ranking, *progress* the measuring campaign."""
     from kernelcast.measure.campaign import Job, run_campaign
 
     info = backend.device
-    ranked, skipped = rank(build(), params, space, model,
+    knl = build()
+    check_space(space, knl)
+    ranked, skipped = rank(knl, params, space, model,
                            max_group_size=info.max_group_size,
-                           local_mem_bytes=info.local_mem_bytes, properties=properties)
+                           local_mem_bytes=info.local_mem_bytes, properties=properties,
+                           progress=rank_progress)
     jobs = []
     for r in ranked[:top]:
         name = f"{family}/{r.key}"
