@@ -9,8 +9,8 @@ binary, not UTF-8, not JSON or a measurement store (ProfileError). Errors raised
 user's code keep it as their ``__cause__``, so ``kernelcast --debug`` can print its
 traceback.
 
-Public names: load_factory, build_kernel, load_kernel, read_json_file, describe_os_error,
-SQLITE_MAGIC.
+Public names: load_factory, build_kernel, load_kernel, read_json_file, read_toml_file,
+describe_os_error, SQLITE_MAGIC.
 """
 
 from __future__ import annotations
@@ -192,3 +192,24 @@ def read_json_file(path, what: str, error=ProfileError,
         raise error(f"{bad}: nested too deeply") from None
     except ValueError as err:  # JSONDecodeError, or an integer of too many digits
         raise error(f"{bad}: {_one_line(err)}") from None
+
+
+def read_toml_file(path, what: str) -> dict:
+    """The TOML document in the file at *path*, which should be a *what* ("hints file",
+    "space file"); every failure is a UsageError that names the file."""
+    import tomllib
+
+    where = str(path)
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such {what}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{where}: is a folder, not a {what}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: cannot read the {what}: not UTF-8 text") from None
+    except OSError as err:
+        raise UsageError(f"{where}: cannot read the {what}: "
+                         f"{describe_os_error(err)}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UsageError(f"{where}: not a TOML {what}: {err}") from None

@@ -38,12 +38,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UsageError
+from kernelcast.frontends.files import read_toml_file
 
 #: Tasks per work-item the default space explores (1, 2, 4, 8).
 DEFAULT_PER_ITEM = (1, 2, 4, 8)
@@ -110,15 +109,7 @@ def _positive_ints(value, where: str, what: str) -> tuple[int, ...]:
 def load_space(path) -> Space:
     """A space from a TOML file (see the module docstring); UsageError on a bad one."""
     where = str(path)
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such space file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{where}: cannot read the space file: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{where}: not a TOML space file: {exc}") from None
+    data = read_toml_file(path, "space file")
     unknown = sorted(set(data) - {"axes", "unroll"})
     if unknown:
         raise UsageError(f"{where}: unknown section {', '.join(unknown)}; a space has "

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UsageError
+from kernelcast.frontends.files import read_toml_file
 from kernelcast.frontends.skeleton.ir import ParallelFor, Skeleton
 from kernelcast.models.grophecy.characterize import Characteristics, Characterizer
 from kernelcast.models.grophecy.layouts import Layout, block_shapes, foldings
@@ -73,17 +73,7 @@ def load_hints(path: str | Path) -> Hints:
     """Read a hints file (TOML; see the module docstring); a UsageError names what is
     wrong with it."""
     where = str(path)
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such hints file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{where}: is a folder, not a hints file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{where}: cannot read the hints file: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{where}: not a TOML hints file: {exc}") from None
+    data = read_toml_file(path, "hints file")
     unknown = sorted(set(data) - set(_HINT_KEYS))
     if unknown:
         raise UsageError(f"{where}: unknown hint {', '.join(unknown)}; hints are "
