@@ -1363,6 +1363,52 @@ def section_tuning() -> list[str]:
     return out
 
 
+def section_tuning_kerneltuner() -> list[str]:
+    out = ["## Tuning against Kernel Tuner's search strategies", ""]
+    for gpu in GPUS:
+        path = DATA / gpu / "tuning-kerneltuner.json"
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        families = doc["families"]
+        first = next(iter(families.values()))
+        strategies, models = list(first["strategies"]), list(first["kernelcast"])
+        out += [(f"`benchmarks/tuning_kerneltuner.py`, {doc['date'][:16].replace('T', ' ')} "
+                f"UTC, Kernel Tuner {doc['kernel_tuner']}: measurements needed to reach a "
+                f"variant within {doc['within'] - 1:.0%} of the best measured "
+                f"(`{doc['store']}`). Kernel Tuner's strategies replayed in its simulation "
+                "mode on the measured data (only the timed variants in its search space; "
+                f"max_fevals = the family's variants): median over {doc['seeds']} seeds of "
+                "the unique configurations evaluated up to the first within 5%, a seed "
+                "that never got there (in brackets, how many; the strategy stopped or "
+                "max_fevals ran out) counting as more than any; – where half or more "
+                "did. kernelcast: rank every variant with "
+                "the model, measure in ranked order; the count is the position of the "
+                "first within 5%. Saving: the best strategy's median over the best "
+                "model's count (both picked per family after the fact; above 1, "
+                "kernelcast needed fewer)."), ""]
+        rows = []
+        for name, e in families.items():
+            medians = {s: e["strategies"][s]["median"] for s in strategies}
+            cells = [name, str(e["variants"]), str(e["within_5_percent"])]
+            for s in strategies:
+                fails = e["strategies"][s]["failures"]
+                cells.append(("–" if medians[s] is None else f"{medians[s]:g}")
+                             + (f" ({fails})" if fails else ""))
+            cells += [str(e["kernelcast"][m]) for m in models]
+            reached = [v for v in medians.values() if v is not None]
+            best_model = min(e["kernelcast"].values())
+            cells.append(f"{min(reached) / best_model:.1f}×" if reached else "–")
+            rows.append(cells)
+        out += [table(["family", "variants", "within 5%", *strategies,
+                       *(f"kernelcast {m}" for m in models), "saving"],
+                      rows, ["l", "r", "r", *("r" for _ in strategies),
+                             *("r" for _ in models), "r"]), ""]
+    if len(out) == 2:
+        out.append("*Not generated: no data/<gpu>/tuning-kerneltuner.json.*")
+    return out
+
+
 def section_properties_speed() -> list[str]:
     return ["## Property extraction and evaluation speed (historical)", "",
             "`benchmarks/properties_speed.py` prints, per kernel, the first "
@@ -1610,6 +1656,7 @@ def main() -> int:
         section_reliability(),
         section_grophecy(),
         section_tuning(),
+        section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),
         section_backends(stores),
