@@ -15,13 +15,15 @@ family's number of variants) or before the strategy stops by itself (the genetic
 does, on small spaces, once its population repeats itself). The median counts a failure
 as more than any count (none where half the seeds or more failed); the mean is over the
 seeds that got there. Each strategy runs with seeds 0..N-1 (tune_kernel's seed,
-and Python's and NumPy's generators seeded alike); bayes_opt is not reproducible from
-the seed alone across processes (run with PYTHONHASHSEED=0, as the committed file was).
+and Python's and NumPy's generators seeded alike). The other strategies repeat exactly
+from run to run; bayes_opt does not (its medians moved by up to a factor of 2 between
+runs of 20 seeds, on transpose 7.5 to 16), so its figures are approximate.
+--families/--strategies run a subset, and the file written then holds only that.
 
 The models' rankings are made as benchmarks/tuning_regret.py makes them (cached_properties
 and the fitted profiles), kept in a scratch file (--rankings) so a rerun is quick.
 
-Run:  PYTHONHASHSEED=0 .venv/bin/python benchmarks/tuning_kerneltuner.py [--gpu h100] [--seeds 20]
+Run:  .venv/bin/python benchmarks/tuning_kerneltuner.py [--gpu h100] [--seeds 20]
 """
 
 from __future__ import annotations
