@@ -228,7 +228,9 @@ def test_a_waiting_campaign_runs_once_the_holder_is_done(pocl_device, kernel_fil
         process.kill()
         process.wait()
     assert result.returncode == 0, result.stderr
-    assert [r["status"] for r in _rows(db)] == ["ok"]
+    # timed once the holder let go: "unstable" is a timing, only noisier (a tiny kernel
+    # on a shared 2-core CPU sometimes is)
+    assert [r["status"] for r in _rows(db)] in (["ok"], ["unstable"])
 
 
 def test_one_process_shares_its_own_lock(pocl_device):
