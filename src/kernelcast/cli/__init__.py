@@ -105,6 +105,15 @@ def _device_args(p):
                         "(default: refuse at once, naming it)")
 
 
+def _model_args(p, names, profile_help: str):
+    """--profile, or --model with --hardware: what predicts (predict, tune)."""
+    p.add_argument("--profile", help=profile_help)
+    p.add_argument("--model", choices=names,
+                   help="hong-kim with --hardware needs no profile; otherwise the "
+                        "profile's model")
+    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+
+
 def _registers_file(p):
     p.add_argument("--registers", metavar="FILE",
                    help="hong-kim: registers per thread of each suite kernel, as the "
@@ -200,11 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "or the Hong–Kim model")
     _kernel_args(p)
     _param(p, "the kernel's sizes (every size parameter it has)", required=True)
-    p.add_argument("--profile", help="a fitted profile (any model)")
-    p.add_argument("--model", choices=names,
-                   help="hong-kim with --hardware needs no profile; otherwise the "
-                        "profile's model")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+    _model_args(p, names, "a fitted profile (any model)")
     p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
                    help="hong-kim: registers per thread of this kernel, as the compiler "
                         "reports them (limits the blocks an SM holds)")
@@ -261,11 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "model, measure the best few, print the fastest")
     _kernel_args(p)
     _param(p, "the kernel's sizes (every size parameter it has)", required=True)
-    p.add_argument("--profile", help="a fitted profile (any model) that ranks the variants")
-    p.add_argument("--model", choices=names,
-                   help="hong-kim with --hardware needs no profile; otherwise the "
-                        "profile's model")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+    _model_args(p, names, "a fitted profile (any model) that ranks the variants")
     p.add_argument("--space", metavar="FILE", help="a TOML search space: [axes.NAME] group, "
                    "per_item; [unroll] (docs/cli.md; default: derived from the kernel)")
     p.add_argument("--measure-top", default="5", metavar="K",
