@@ -185,3 +185,35 @@ def test_kernel_tuner_reads_and_simulates_our_file(tmp_path):
     best = min(timed, key=lambda r: r["time"])
     assert (best["j.group"], best["j.per_item"], best["prefetch"]) == (32, 1, True)
     assert len(results) == len(MEASURED)
+
+
+def test_keys_that_leave_out_off_parameters_are_spelled_out_and_come_back(tmp_path):
+    # space.variant_key leaves tile/prefetch/pad out at their off values: one family's
+    # rows then name different parameters; Kernel Tuner needs them all in every entry
+    names = ["mv/i.group=32,unroll.j=1", "mv/i.group=32,unroll.j=1,split.j=8",
+             "mv/i.group=64,unroll.j=4,tile.j=16,prefetch.x=true,pad.x=1"]
+    with Store(tmp_path / "a.sqlite", IDENTITY) as store:
+        for i, name in enumerate(names):
+            store.add({"key": f"k{i}", "case_name": name, "params": PARAMS,
+                       "kernelcast_version": "test", "status": "ok", "times_s": [1e-3 * (i + 1)],
+                       "dropped": 0, "min_s": 1e-3 * (i + 1), "median_s": 1e-3 * (i + 1)})
+    cache = tmp_path / "mv.json"
+    assert export_cache(tmp_path / "a.sqlite", "mv", cache) == 3
+    data = json.loads(cache.read_text())
+    assert data["tune_params_keys"] == ["i.group", "unroll.j", "tile.j", "split.j",
+                                        "prefetch.x", "pad.x"]
+    assert set(data["cache"]) == {"32,1,1,1,False,0", "32,1,1,8,False,0",
+                                  "64,4,16,1,True,1"}
+    assert import_cache(cache, tmp_path / "b.sqlite") == 3
+    with Store(tmp_path / "b.sqlite") as store:
+        assert {r["case_name"] for r in store.rows()} == set(names)
+
+
+def test_a_row_without_an_axis_parameter_the_others_have_is_refused(tmp_path):
+    with Store(tmp_path / "a.sqlite", IDENTITY) as store:
+        for i, name in enumerate(["mv/i.group=32,unroll.j=1", "mv/i.group=64"]):
+            store.add({"key": f"k{i}", "case_name": name, "params": PARAMS,
+                       "kernelcast_version": "test", "status": "ok", "times_s": [1e-3],
+                       "dropped": 0, "min_s": 1e-3, "median_s": 1e-3})
+    with pytest.raises(UsageError, match="mv/i.group=64 gives no unroll.j"):
+        export_cache(tmp_path / "a.sqlite", "mv", tmp_path / "mv.json")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernelcast.errors import UsageError
-from kernelcast.tune.space import Axis, Space
+from kernelcast.tune.space import Axis, Prefetch, Space
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,10 @@ FAMILIES = {f.name: f for f in (
     Family("matmul", _matmul,
            Space((Axis("j", (16, 32, 64, 128), (1, 2, 4)), Axis("i", (1, 2, 4, 8, 16),
                                                                (1, 2, 4))),
-                 (("k", (1, 4, 8)),)),
+                 (("k", (1, 4, 8)),), tile=(("k", (1, 16)),),
+                 prefetch=(Prefetch("a", ("i", "k")), Prefetch("b", ("k", "j"))),
+                 restrict=("(tile.k > 1) == (prefetch.a or prefetch.b)",
+                           "tile.k == 1 or (i.group >= 8 and unroll.k <= 4)")),
            {"n": 1024}, {"n": 40}, lambda a: {"c": a["a"] @ a["b"]}),
     Family("stencil2d", _stencil2d,
            Space((Axis("j", _GROUPS, (1, 2, 4)), Axis("i", (1, 2, 4, 8, 16), (1, 2, 4))),),
@@ -143,10 +146,14 @@ FAMILIES = {f.name: f for f in (
            {"n": 512}, {"n": 13}, _stencil3d_ref),
     Family("transpose", _transpose,
            Space((Axis("j", (16, 32, 64, 128), (1, 2)), Axis("i", (1, 2, 4, 8, 16),
-                                                              (1, 2)))),
+                                                              (1, 2))),
+                 prefetch=(Prefetch("a", ("j", "i"), pad=(0, 1)),),
+                 restrict=("prefetch.a or pad.a == 0",
+                           "not prefetch.a or i.group * i.per_item > 1")),
            {"n": 8192}, {"n": 36}, lambda a: {"b": a["a"].T.copy()}),
     Family("matvec", _matvec,
-           Space((Axis("i", (32, 64, 128, 256, 512), (1, 2, 4)),), (("j", (1, 4, 8)),)),
+           Space((Axis("i", (32, 64, 128, 256, 512), (1, 2, 4)),), (("j", (1, 4, 8)),),
+                 split=(("j", (1, 2, 4, 8, 16, 32)),)),
            {"n": 16384}, {"n": 50}, lambda a: {"y": a["a"] @ a["x"]}),
     Family("axpy", _axpy,
            Space((Axis("i", (64, 128, 256, 512, 1024), (1, 2, 4, 8, 16)),)),

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from kernelcast.errors import UsageError
 from kernelcast.measure.store import Store, measurement_key
-from kernelcast.tune.space import variant_key
+from kernelcast.tune.space import OFF, variant_key
 from kernelcast.version import __version__
 
 # kernelcast status -> Kernel Tuner's failure name (timed statuses have none)
@@ -86,12 +86,25 @@ def _parse_key(key: str) -> list[tuple[str, object]]:
     return pairs
 
 
+def _parameter_order(variants) -> list[str]:
+    """Every parameter the variants name, in the space's order: the axes' and unrolling
+    parameters as first seen, then tile, split, prefetch and pad (kernelcast.tune.space)."""
+    seen: dict[str, int] = {}
+    for values in variants:
+        for name in values:
+            seen.setdefault(name, len(seen))
+    rank = {kind: i + 1 for i, kind in enumerate(("unroll", *OFF))}
+    return sorted(seen, key=lambda n: (rank.get(n.partition(".")[0], 0), seen[n]))
+
+
 def export_cache(store_path, family: str, out_path, *, params=None, problem_size=None) -> int:
     """Write the rows of *family* in the store at *store_path* as a Kernel Tuner cache
     file at *out_path*; returns the number of entries. *params* (the size parameters)
     picks the rows where the family was measured at several sizes; *problem_size* is what
     the file says for Kernel Tuner's problem_size (default: the parameter values, one
-    number or a list). Damaged rows are left out; of rows of one variant, the last."""
+    number or a list). Damaged rows are left out; of rows of one variant, the last. Keys
+leave out tile, split, prefetch and pad at their off values; the file spells them out,
+as Kernel Tuner needs every parameter in every entry."""
     store = Store(store_path)
     try:
         rows = [r for r in store.rows() if r["case_name"].startswith(f"{family}/")
@@ -110,19 +123,22 @@ def export_cache(store_path, family: str, out_path, *, params=None, problem_size
                          f"sizes ({', '.join(sorted(sizes))}); pick one with params")
     size = rows[0]["params"]
     latest = {r["case_name"]: r for r in rows}  # rows come in the order they were added
-    keys, tune_params, cache = None, {}, {}
-    for name, row in latest.items():
+    parsed = {}
+    for name in latest:
         try:
-            pairs = _parse_key(name[len(family) + 1:])
+            parsed[name] = dict(_parse_key(name[len(family) + 1:]))
         except ValueError:
             raise UsageError(f"{store_path}: {name} is not FAMILY/name=value,...") from None
-        names = [n for n, _ in pairs]
-        if keys is None:
-            keys = names
-            tune_params = {n: [] for n in names}
-        elif names != keys:
-            raise UsageError(f"{store_path}: {name} has parameters {names}, other rows of "
-                             f"{family!r} {keys}")
+    keys = _parameter_order(parsed.values())
+    for name, values in parsed.items():
+        missing = [k for k in keys if k not in values and k.partition(".")[0] not in OFF]
+        if missing:
+            raise UsageError(f"{store_path}: {name} gives no {', '.join(missing)}, which "
+                             f"other rows of {family!r} give")
+    tune_params, cache = {n: [] for n in keys}, {}
+    for name, row in latest.items():
+        # a key leaves out tile/split/prefetch/pad at their off value: spelled out here
+        pairs = [(k, parsed[name].get(k, OFF.get(k.partition(".")[0]))) for k in keys]
         entry = dict(pairs)
         for n, v in pairs:
             if v not in tune_params[n]:
