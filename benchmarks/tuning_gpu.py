@@ -8,9 +8,12 @@
       space are timed again into OUT/tuning-repeat-BACKEND.sqlite (another campaign, so
       the run-to-run noise can be measured).
 
-These rows are never fitted on: they judge the tuners.
+These rows are never fitted on: they judge the tuners. With --corpus the families are the
+training corpus instead (kernelcast.tune.corpus), timed into OUT/tuning-corpus-BACKEND.sqlite:
+the rows the learned model is fitted from (benchmarks/tuning_learned.py).
 
-Run:  python benchmarks/tuning_gpu.py measure --out DIR [--families matmul ...] [--repeat 20]
+Run:  python benchmarks/tuning_gpu.py measure --out DIR [--corpus] [--families matmul ...]
+          [--repeat 20]
 """
 
 from __future__ import annotations
@@ -45,15 +48,19 @@ def measure(args) -> int:
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.campaign import run_campaign
     from kernelcast.measure.store import Store
+    from kernelcast.tune.corpus import corpus_family
     from kernelcast.tune.families import family
 
+    if args.corpus:
+        family = corpus_family  # noqa: F811 - the corpus's families instead
+    stem = "tuning-corpus" if args.corpus else "tuning"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     backend = make_backend(args.backend)
     summary = {}
     with backend:
-        with Store(out / f"tuning-{args.backend}.sqlite", backend.identity) as store:
+        with Store(out / f"{stem}-{args.backend}.sqlite", backend.identity) as store:
             for name in args.families:
                 fam = family(name)
                 jobs, skipped = _jobs(fam, backend.device)
@@ -63,7 +70,7 @@ def measure(args) -> int:
                 print(f"{name}: {len(jobs)} variants ({skipped} too big for the device), "
                       f"{result.statuses}, {time.perf_counter() - started:.0f} s", flush=True)
         if args.repeat:
-            with Store(out / f"tuning-repeat-{args.backend}.sqlite",
+            with Store(out / f"{stem}-repeat-{args.backend}.sqlite",
                        backend.identity) as store:
                 for name in args.families:
                     jobs, _ = _jobs(family(name), backend.device)
@@ -77,7 +84,7 @@ def measure(args) -> int:
                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         driver = None
-    (out / f"tuning-{args.backend}-{'-'.join(args.families)}.json").write_text(json.dumps(
+    (out / f"{stem}-{args.backend}.json").write_text(json.dumps(
         {"families": summary, "nvidia_driver": driver, "seconds": time.perf_counter() - started},
         indent=1) + "\n")
     return 0
@@ -89,15 +96,19 @@ def main() -> int:
     p = sub.add_parser("measure", help="time every variant (on the GPU machine)")
     p.add_argument("--out", required=True, help="folder for the stores")
     p.add_argument("--backend", default="cuda", help="measurement backend")
+    p.add_argument("--corpus", action="store_true",
+                   help="the training corpus's families (kernelcast.tune.corpus), not the "
+                        "judged ones")
     p.add_argument("--families", nargs="+", help="which families (default: all)")
     p.add_argument("--repeat", type=int, default=0,
                    help="variants per family to time again, for the noise")
     p.set_defaults(run=measure)
     args = parser.parse_args()
     if args.families is None:
+        from kernelcast.tune.corpus import CORPUS
         from kernelcast.tune.families import FAMILIES
 
-        args.families = list(FAMILIES)
+        args.families = list(CORPUS if args.corpus else FAMILIES)
     return args.run(args)
 
 

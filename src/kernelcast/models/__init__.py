@@ -1,13 +1,16 @@
 """The performance models behind one interface (kernelcast.models.base.Model) and their
 registry: ``paper`` (Stevens & Klöckner's fitted linear model), ``extended`` (the paper's
 properties plus data volume, bank conflicts and per-work-item terms that overlap the
-totals), ``hong-kim`` (the analytical MWP/CWP model) and ``grophecy`` (GROPHECY's
-projection of code skeletons, whose workload is a skeleton, not a kernel).
-``get_model(name, **kwargs)`` makes one; ``model_names()`` lists the kernel models,
-``model_names("skeleton")`` the skeleton ones.
+totals), ``hong-kim`` (the analytical MWP/CWP model), ``grophecy`` (GROPHECY's
+projection of code skeletons, whose workload is a skeleton, not a kernel) and ``learned``
+(trees fitted to measured variants of a training corpus, for ranking a kernel's variants;
+its workload is "variant": it predicts kernels, but is fitted from no suite).
+``get_model(name, **kwargs)`` makes one; ``model_names()`` lists the kernel models fitted
+from suites, ``model_names("skeleton")`` the skeleton ones, ``model_names("variant")``
+the learned one.
 
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
-GrophecyModel.
+GrophecyModel, LearnedModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
@@ -17,6 +20,7 @@ from kernelcast.models.paper import PaperModel
 from kernelcast.models.extended import ExtendedModel
 from kernelcast.models.hong_kim import HongKimModel
 from kernelcast.models.grophecy.model import GrophecyModel
+from kernelcast.models.learned import LearnedModel
 
-__all__ = ["ExtendedModel", "GrophecyModel", "HongKimModel", "Model", "PaperModel",
+__all__ = ["ExtendedModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
            "WeightedModel", "get_model", "model_class", "model_names", "register"]

@@ -1,0 +1,228 @@
+"""The learned model: gradient-boosted trees (LightGBM) over scale-free features of a
+kernel's symbolic properties, fitted to measured variants of a training corpus of kernel
+families (kernelcast.tune.corpus), for ranking the variants of other kernels.
+
+The paper's and the extended model are fitted to microbenchmarks whose work-groups have
+one shape; how a kernel's time moves with its work-group shape, its work per work-item and
+its occupancy of the device is what tuning ranks, and no weighted sum of totals captures
+it. This model learns that from variants of kernels other than the ones it ranks.
+
+What it predicts is log(seconds per byte of data the launch moves) — ``bytes_read`` +
+``bytes_written`` of the extended model's features, which a variant of a kernel does not
+change — from features that do not grow with the problem's size (``FEATURES``): the
+arithmetic intensity and the data volume (log2), how often each byte is accessed (reuse
+through caches), how much of each global access's sector is used, the launch's
+work-items, work-group size and work-groups per compute unit (the device's, read from
+the measurement store), and per work-item counts of loads, flops, local loads, barriers
+and loop-carried chains. The trees' settings are fixed in ``TREE_PARAMS``; a fit is
+deterministic (one thread, LightGBM's deterministic mode).
+
+``explain`` splits a prediction into exact parts: the base (the corpus's mean time per
+byte times the bytes moved) and, feature by feature in order of effect, what multiplying
+by that feature's factor (e to its SHAP value) adds.
+
+Public names: LearnedModel, FEATURES, TREE_PARAMS, learned_features.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kernelcast.errors import KernelcastError
+from kernelcast.metrics import geometric_mean, relative_errors
+from kernelcast.models.base import Model, as_properties, register
+from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES
+
+FEATURES = (
+    "log2_bytes_moved", "log2_intensity", "reuse", "global_utilization",
+    "broadcast_share", "store_share", "f64_share", "special_share",
+    "log2_work_items", "log2_group_size", "log2_groups_per_unit",
+    "item_global_loads", "item_strided_loads", "item_flops", "item_local_loads",
+    "item_barriers", "item_recurrence", "local_conflicts_per_access",
+)
+
+#: LightGBM's settings: small trees (7 leaves) and 300 rounds, chosen by leave-one-family-out
+#: cross-validation on the training corpus alone (docs/history.md); one thread and
+#: LightGBM's deterministic mode, so that two fits are bit-identical.
+TREE_PARAMS = {
+    "objective": "regression", "learning_rate": 0.05, "num_leaves": 7,
+    "min_data_in_leaf": 10, "lambda_l2": 1.0, "deterministic": True,
+    "force_row_wise": True, "num_threads": 1, "seed": 0, "verbose": -1,
+    "feature_pre_filter": False,
+}
+ROUNDS = 300
+
+_FLOPS = tuple(n for n in PROPERTY_NAMES if n.split("_")[0] in OP_KINDS)
+_SPECIAL = tuple(n for n in _FLOPS if n.split("_")[0] in ("div", "pow", "special"))
+
+
+def _utilization(stride_class: str) -> float:
+    """The share of the fetched sectors an access class uses: 1 for strides 0 and 1,
+    k/N for "kofN", k/8 for "kofmore", 1/8 for irregular."""
+    if stride_class in ("s0", "s1"):
+        return 1.0
+    if stride_class == "irregular":
+        return 0.125
+    k, _, n = stride_class.partition("of")
+    return int(k) / (8 if n == "more" else int(n))
+
+
+def _global_accesses(values: dict) -> list[tuple[str, float, int, str]]:
+    """(direction, count, bytes per access, stride class) of every global access kind."""
+    out = []
+    for name, count in values.items():
+        parts = name.split("_")
+        if count and parts[0] in ("load", "store") and parts[1] == "global":
+            out.append((parts[0], count, int(parts[2]) // 8, parts[3]))
+    return out
+
+
+def learned_features(props, params: dict, compute_units: int) -> dict[str, float]:
+    """The FEATURES of a kernel (its Properties) at *params* on a device with
+    *compute_units*, and ``bytes_moved`` (the scale the model predicts per unit of)."""
+    from kernelcast.models.extended.features import features
+
+    v = features(props, params)
+    moved = max(v.get("bytes_read", 0.0) + v.get("bytes_written", 0.0), 1.0)
+    flops = sum(v.get(n, 0.0) for n in _FLOPS)
+    accesses = _global_accesses(v)
+    accessed = sum(c * b for _, c, b, _ in accesses) or 1.0
+    loads = sum(c for d, c, _, _ in accesses if d == "load")
+    strided = sum(c for d, c, _, s in accesses if d == "load" and s not in ("s0", "s1"))
+    items = max(v["work_items"], 1.0)
+    groups = max(v.get("workgroup", 1.0), 1.0)
+    local = sum(c for n, c in v.items() if "_local_" in n and n.split("_")[0] in (
+        "load", "store"))
+    recurrence = sum(c for n, c in v.items() if n.startswith(("item_recurrence_",
+                                                             "item_serial_")))
+    return {
+        "bytes_moved": moved,
+        "log2_bytes_moved": math.log2(moved),
+        "log2_intensity": math.log2((flops + 1.0) / moved),
+        "reuse": accessed / moved,
+        "global_utilization": sum(c * b * _utilization(s) for _, c, b, s in accesses)
+        / accessed,
+        "broadcast_share": sum(c * b for _, c, b, s in accesses if s == "s0") / accessed,
+        "store_share": v.get("bytes_written", 0.0) / moved,
+        "f64_share": sum(v.get(n, 0.0) for n in _FLOPS if n.endswith("f64"))
+        / max(flops, 1.0),
+        "special_share": sum(v.get(n, 0.0) for n in _SPECIAL) / max(flops, 1.0),
+        "log2_work_items": math.log2(items),
+        "log2_group_size": math.log2(items / groups),
+        "log2_groups_per_unit": math.log2(groups / compute_units),
+        "item_global_loads": loads / items,
+        "item_strided_loads": strided / items,
+        "item_flops": flops / items,
+        "item_local_loads": v.get("item_local_loads_32", 0.0)
+        + v.get("item_local_loads_64", 0.0),
+        "item_barriers": v.get("item_barriers", 0.0),
+        "item_recurrence": recurrence,
+        "local_conflicts_per_access": v.get("local_conflicts", 0.0) / max(local, 1.0),
+    }
+
+
+@register
+class LearnedModel(Model):
+    """The learned model; see the module docstring. *rounds*: boosting rounds."""
+
+    name = "learned"
+    summary = ("gradient-boosted trees over scale-free property features, fitted to "
+               "measured variants of a training corpus (for tuning)")
+    workload = "variant"
+
+    def __init__(self, *, rounds: int = ROUNDS):
+        self.rounds = rounds
+
+    @classmethod
+    def fit_suites(cls, suite: str) -> tuple[str, ...]:
+        raise KernelcastError("the learned model is fitted from measured variants of the "
+                              "tuning corpus (benchmarks/tuning_gpu.py --corpus; "
+                              "benchmarks/tuning_learned.py), not from a suite")
+
+    def _units(self) -> int:
+        units = self.provenance_.get("compute_units") if hasattr(self, "provenance_") \
+            else None
+        return int(units or 1)
+
+    def _row(self, props, params, units) -> tuple[np.ndarray, float]:
+        f = learned_features(props, params, units)
+        return np.array([f[n] for n in FEATURES], dtype=float), f["bytes_moved"]
+
+    def fit(self, dataset) -> LearnedModel:
+        import lightgbm as lgb
+
+        if not isinstance(self.rounds, int) or isinstance(self.rounds, bool) \
+                or self.rounds < 1:
+            raise KernelcastError(f"rounds must be a positive integer, not {self.rounds!r}")
+        units = int(dataset.identity.get("compute_units") or 1)
+        rows = [self._row(dataset.properties(i), dataset.params(i), units)
+                for i in range(len(dataset))]
+        X = np.array([r[0] for r in rows])
+        y = np.log(dataset.seconds / np.array([r[1] for r in rows]))
+        train = lgb.Dataset(X, y, feature_name=list(FEATURES), free_raw_data=False)
+        booster = lgb.train(TREE_PARAMS, train, num_boost_round=self.rounds)
+        self.booster_ = booster.model_to_string()
+        self._booster = booster
+        self._set_fitted(dataset, {})
+        errors = relative_errors(self.predict_dataset(dataset), dataset.seconds)
+        self.fit_report_ = {
+            "criterion": f"LightGBM regression of log(seconds per byte moved), "
+                         f"{self.rounds} rounds",
+            "families": sorted(set(dataset.info.kernel_class)),
+            "training_geomean_rel_error": geometric_mean(errors),
+            "training_max_rel_error": float(errors.max())}
+        return self
+
+    def _model(self):
+        import lightgbm as lgb
+
+        if getattr(self, "_booster", None) is None:
+            self._booster = lgb.Booster(model_str=self.booster_)
+        return self._booster
+
+    def _log_parts(self, workload, params) -> tuple[float, np.ndarray]:
+        self.check_fitted()
+        x, moved = self._row(as_properties(workload), params, self._units())
+        contrib = self._model().predict(x[None, :], pred_contrib=True)[0]
+        return moved, contrib
+
+    def seconds(self, workload, params: dict) -> float:
+        self.check_fitted()
+        x, moved = self._row(as_properties(workload), params, self._units())
+        return float(moved * math.exp(self._model().predict(x[None, :])[0]))
+
+    def explain(self, workload, params: dict) -> dict[str, float]:
+        moved, contrib = self._log_parts(workload, params)
+        current = moved * math.exp(contrib[-1])
+        parts = {"base": current}
+        for i in sorted(range(len(FEATURES)), key=lambda i: -abs(contrib[i])):
+            if contrib[i] == 0:
+                continue
+            after = current * math.exp(contrib[i])
+            parts[FEATURES[i]] = after - current
+            current = after
+        return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
+
+    def predict_dataset(self, dataset) -> np.ndarray:
+        self.check_fitted()
+        units = self._units()
+        rows = [self._row(dataset.properties(i), dataset.params(i), units)
+                for i in range(len(dataset))]
+        X = np.array([r[0] for r in rows])
+        return np.array([r[1] for r in rows]) * np.exp(self._model().predict(X))
+
+    def fitted_state(self) -> dict:
+        self.check_fitted()
+        return {"features": list(FEATURES), "booster": self.booster_}
+
+    def restore(self, state: dict) -> None:
+        booster, names = state.get("booster"), state.get("features")
+        if not isinstance(booster, str) or not booster:
+            raise KernelcastError("the profile has no booster")
+        if names != list(FEATURES):
+            raise KernelcastError("the profile's features are not this kernelcast's "
+                                  "(refit it)")
+        self.booster_ = booster
+        self._booster = None

@@ -1,0 +1,75 @@
+"""Measured variants of kernel families as a dataset (kernelcast.fitting.dataset.Dataset).
+
+A tuning store (benchmarks/tuning_gpu.py) holds one row per variant, named
+``FAMILY/KEY`` (kernelcast.tune.space.variant_key). ``load_variant_dataset`` turns the
+timed rows of the given families back into cases whose kernels are the variants, so that
+a model is fitted to (or evaluated on) them like any suite: ``info.kernel_class`` is the
+family, which leave-one-class-out cross-validation holds out whole.
+
+Public names: VariantCase, DiskPropertyCache, load_variant_dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from kernelcast.errors import KernelcastError
+from kernelcast.fitting.dataset import TIMED, Dataset, PropertyCache, timing_noise
+from kernelcast.tune.space import apply, variant_key
+
+
+class DiskPropertyCache(PropertyCache):
+    """PropertyCache through the on-disk cache (kernelcast.properties.cached_properties):
+    a corpus has thousands of variants."""
+
+    def properties(self, case):
+        from kernelcast.properties import cached_properties
+
+        if case.kernel_name not in self._props:
+            self._props[case.kernel_name] = cached_properties(case.kernel())
+        return self._props[case.kernel_name]
+
+
+@dataclass(frozen=True)
+class VariantCase:
+    """One variant of a family at the family's sizes; ``kernel()`` makes it."""
+
+    family: object = field(repr=False)
+    variant: dict = field(hash=False)
+    kernel_name: str = ""
+    params: dict = field(default_factory=dict, hash=False)
+
+    def kernel(self):
+        return apply(self.family.build(), self.variant, self.family.space)
+
+
+def load_variant_dataset(store, families, *, suite: str = "tuning-corpus",
+                         cache: PropertyCache | None = None) -> Dataset:
+    """The timed rows of *families* (Family objects) in *store* (an open Store), in the
+    families' order and each family's variant order; rows of other families are left
+    out. *suite* names what a model fitted on it was fitted from."""
+    by_name = {r["case_name"]: r for r in store.rows()
+               if not r.get("damage") and r["status"] in TIMED}
+    cases, rows = [], []
+    for fam in families:
+        for variant in fam.space.variants():
+            name = f"{fam.name}/{variant_key(variant)}"
+            row = by_name.get(name)
+            if row is None:
+                continue
+            cases.append(VariantCase(fam, variant, name, dict(fam.params)))
+            rows.append(row)
+    if not rows:
+        raise KernelcastError(f"the store {store.path} has no timed variants of "
+                              f"{', '.join(f.name for f in families)}")
+    info = pd.DataFrame([{"case_name": r["case_name"], "suite": suite,
+                          "kernel_class": c.family.name, "variant": "",
+                          "dtype": "float32", "params": r["params"], "status": r["status"]}
+                         for c, r in zip(cases, rows, strict=True)])
+    noise = timing_noise([{**r, "suite": suite} for r in rows], (suite,))
+    return Dataset(cases, np.array([r["min_s"] for r in rows]), info,
+                   {**store.identity, "compute_units": store.compute_units}, suite, noise,
+                   str(store.path), cache or DiskPropertyCache())
