@@ -65,10 +65,12 @@ def test_the_measure_layer_does_not_import_suites_or_models():
 
 
 def test_import_loads_no_gpu_library():
-    """cupy (the CUDA backend's) is imported only when that backend is made; pyopencl is
-    not checked: Loopy itself imports it."""
-    code = ("import sys, kernelcast, kernelcast.cli, kernelcast.workflow; "
-            "print(sorted(m for m in ('cupy', 'pycuda') if m in sys.modules))")
+    """cupy (the CUDA backend's) is imported only when that backend is made, Dask only
+    when a cluster is asked for (kernelcast.tune.distributed); pyopencl is not checked:
+    Loopy itself imports it."""
+    code = ("import sys, kernelcast, kernelcast.cli, kernelcast.workflow, "
+            "kernelcast.tune.tuner; print(sorted(m for m in ('cupy', 'pycuda', 'dask', "
+            "'distributed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"

@@ -94,3 +94,19 @@ def test_tune_errors_exit_2_with_one_line(files, capsys, change, message):
     assert err.count("\n") == 1 and err.startswith("kernelcast: error:")
     assert message in err and "Traceback" not in err
     assert not (files / "tune.sqlite").exists()
+
+
+def test_tune_ranks_with_the_learned_models_profile(files, capsys):
+    # the learned model's H100 profile (fitted to the training corpus) ranks a kernel it
+    # never saw; its predictions come out in the table like any model's
+    argv = _args(files, "--json", top="3")
+    at = argv.index("--model")
+    argv[at:at + 4] = ["--profile", "data/profiles/nvidia-h100-80gb-hbm3-cuda-learned.json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"] == "learned" and doc["model_hardware"] == "NVIDIA H100 80GB HBM3"
+    assert len(doc["top"]) == 3 and all(r["predicted_s"] > 0 for r in doc["top"])
+    predicted = [r["predicted_s"] for r in doc["top"]]
+    assert predicted == sorted(predicted)
+    assert all(r["status"] in ("ok", "unstable") for r in doc["top"])
+    assert doc["winner"]["code"].startswith("import loopy as lp")

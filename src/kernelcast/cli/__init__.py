@@ -275,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "kernelcast-data/<device>-<backend>-tune.sqlite); a rerun measures "
                    "nothing twice")
     _device_args(p)
+    tune.add_arguments(p)  # --workers, --scheduler (kernelcast.tune.distributed)
     _json(p)
     p.set_defaults(run=tune.tune)
 

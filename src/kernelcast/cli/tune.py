@@ -1,10 +1,15 @@
 """`kernelcast tune`: rank every variant of a kernel's search space with a model, measure
 the best few on the device into a store (resumable), and print the winner with the code
-that makes it (kernelcast.tune)."""
+that makes it (kernelcast.tune). ``--workers N`` and ``--scheduler ADDRESS`` spread the
+ranking and the measuring over a Dask cluster (kernelcast.tune.distributed);
+``add_arguments`` defines those flags."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import math
 import sys
 import time
 
@@ -20,6 +25,52 @@ def _top(text) -> int:
     if value < 1:
         raise UsageError(f"--measure-top {text}: expected a positive integer")
     return value
+
+
+def add_arguments(p) -> None:
+    """tune's flags for spreading the work over processes (kernelcast.tune.distributed)."""
+    p.add_argument("--workers", default="1", metavar="N",
+                   help="rank and measure on a local Dask cluster of N worker processes "
+                        "(default 1: in this process, no cluster); on one device the "
+                        "workers time one variant at a time")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="rank and measure on the workers of a running Dask scheduler, "
+                        "e.g. tcp://HOST:8786 (the workers need this kernelcast; rows go "
+                        "to --db here)")
+    p.add_argument("--scheduler-timeout", default="10", metavar="SECONDS",
+                   help="how long to wait for --scheduler to answer and have a worker "
+                        "(default 10)")
+
+
+def _cluster_args(args) -> tuple[int, str | None, float]:
+    """(workers, scheduler address or None, timeout), checked; 1 and None: no cluster."""
+    from kernelcast.tune.distributed import check_address, check_workers
+
+    workers = check_workers(getattr(args, "workers", "1"))
+    scheduler = getattr(args, "scheduler", None)
+    text = getattr(args, "scheduler_timeout", "10")
+    try:
+        timeout = float(str(text).strip())
+    except ValueError:
+        timeout = math.nan
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--scheduler-timeout {text}: expected a positive number of "
+                         "seconds")
+    if scheduler is not None:
+        if workers != 1:
+            raise UsageError("give --workers N (a local cluster) or --scheduler ADDRESS "
+                             "(a running one), not both")
+        scheduler = check_address(scheduler)
+    return workers, scheduler, timeout
+
+
+def _cluster(workers: int, scheduler: str | None, timeout: float):
+    """A context giving a Dask client, or None where the work stays in this process."""
+    if scheduler is None and workers == 1:
+        return contextlib.nullcontext()
+    from kernelcast.tune.distributed import cluster
+
+    return cluster(workers, scheduler, timeout=timeout)
 
 
 def _kernel(args):
@@ -52,22 +103,18 @@ def _kernel(args):
 
 
 class _RankProgress:
-    """Counts the properties of each variant (seconds each): a line on a terminal."""
+    """Follows the ranking (counting a variant's properties takes up to seconds): a line
+    on a terminal."""
 
-    def __init__(self, total: int, stats: dict, stream):
-        from kernelcast.properties import extract_properties
+    def __init__(self, stream):
+        self.stream, self.done, self.start = stream, 0, time.monotonic()
 
-        self.extract, self.stats, self.stream = extract_properties, stats, stream
-        self.total, self.done, self.start = total, 0, time.monotonic()
-
-    def __call__(self, knl):
-        props = self.extract(knl, data_statistics=self.stats or None)
-        self.done += 1
+    def __call__(self, done: int, total: int):
+        self.done = done
         if self.stream is not None:
             elapsed = time.monotonic() - self.start
-            print(f"\rranking: {self.done} of {self.total} variants counted, "
-                  f"{elapsed:.0f}s", end="", file=self.stream, flush=True)
-        return props
+            print(f"\rranking: {done} of {total} variants counted, {elapsed:.0f}s", end="",
+                  file=self.stream, flush=True)
 
     def finish(self):
         if self.stream is not None and self.done:
@@ -79,19 +126,25 @@ def tune(args) -> int:
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.campaign import job_label
     from kernelcast.measure.store import Store
+    from kernelcast.properties import cached_properties
+    from kernelcast.tune.distributed import workers_of
     from kernelcast.tune.space import default_space, load_space
     from kernelcast.tune.tuner import tune as run
     from kernelcast.workflow import default_paths
 
     top = _top(args.measure_top)
+    workers, scheduler, timeout = _cluster_args(args)
     if not args.profile and not args.model:
         raise UsageError("give --profile P.json or --model hong-kim --hardware NAME")
     build, knl, params, stats = _kernel(args)  # bad input before the device is touched
     space = load_space(args.space) if args.space else None
     model = _model(args)
     family = job_label(build, knl)
-    backend = make_backend(args.backend, args.device, wait=getattr(args, "wait", 0.0))
-    with backend:
+    wait = getattr(args, "wait", 0.0)
+    backend = make_backend(args.backend, args.device, wait=wait)
+    # counted once per kernel and statistics, across runs and by every worker of a host
+    properties = functools.partial(cached_properties, data_statistics=stats or None)
+    with backend, _cluster(workers, scheduler, timeout) as client:
         info = backend.device
         if space is None:
             space = default_space(knl, params, max_group_size=info.max_group_size)
@@ -101,15 +154,21 @@ def tune(args) -> int:
             store_path, _ = default_paths(info.name, backend.name, "tune")
             db = store_path.with_name(f"{store_path.stem}-tune.sqlite")
             db.parent.mkdir(parents=True, exist_ok=True)
-        counter = _RankProgress(len(space), stats,
-                                sys.stderr if sys.stderr.isatty() else None)
+        if client is None:
+            where = ""
+        elif scheduler is None:
+            where = f" on {workers} local worker processes"
+        else:
+            where = f" on the {workers_of(client)} workers of {scheduler}"
+        counter = _RankProgress(sys.stderr if sys.stderr.isatty() else None)
         with Store(db, backend.identity) as store:
             print(f"tuning {family} on {info.name} ({backend.name}): {len(space)} variants "
-                  f"ranked by {model.name}, the best {top} measured into {db}",
+                  f"ranked by {model.name}, the best {top} measured into {db}{where}",
                   file=sys.stderr, flush=True)
             try:
                 result = run(build, params, space, model, backend, store, family=family,
-                             top=top, properties=counter)
+                             top=top, properties=properties, rank_progress=counter,
+                             client=client, wait=wait)
             finally:
                 counter.finish()
     doc = _document(args, family, params, info, backend, model, space, db, result, top)

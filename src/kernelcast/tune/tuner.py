@@ -8,11 +8,16 @@ and reports the fastest measured. Measured variants are stored as
 ``FAMILY/parameter=value,...`` (``space.variant_key``), so a resumed run measures nothing
 twice.
 
+With a Dask client (kernelcast.tune.distributed), ``rank`` and ``tune`` spread the
+ranking and the measuring over its workers, with the same result.
+
 Public names: Ranked, TuneResult, rank, tune.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -60,45 +65,102 @@ class TuneResult:
 def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size: int,
          local_mem_bytes: int | None = None,
          properties: Callable | None = None,
-         progress: Callable[[int, int], None] | None = None) -> tuple[list[Ranked],
-                                                                      list[Ranked]]:
+         progress: Callable[[int, int], None] | None = None,
+         client=None, chunk_size: int | None = None) -> tuple[list[Ranked], list[Ranked]]:
     """(ranked, skipped): every variant of *space* predicted by *model* at *params*, best
     first, and those that cannot run or be predicted, each with its reason. *properties*
-    counts a kernel's properties (default: kernelcast.properties.extract_properties)."""
-    if properties is None:
-        from kernelcast.properties import extract_properties as properties
+    counts a kernel's properties (default: kernelcast.properties.extract_properties).
+
+    With *client* (a Dask client, kernelcast.tune.distributed.cluster) the variants are
+    made, checked, counted and predicted on its workers, in chunks of *chunk_size*
+    (default: about four per worker), and the result is the same, order and reasons
+    included. *knl*, *model* and *properties* (default there:
+    kernelcast.properties.cached_properties, whose cache folder the workers of one host
+    share) are sent to the workers, so they must pickle; warnings the workers give are
+    given again here. *progress(done, total)* follows the variants (with a client, as
+    chunks complete)."""
+    variants = list(space.variants())
+    total = len(variants)
+    if client is None:
+        if properties is None:
+            from kernelcast.properties import extract_properties as properties
+        outcomes = []
+        for done, variant in enumerate(variants, 1):
+            outcomes.append(_rank_variant(knl, variant, space, model, params,
+                                          max_group_size, local_mem_bytes, properties))
+            if progress is not None:
+                progress(done, total)
+    else:
+        from kernelcast.tune.distributed import map_chunks
+
+        if properties is None:
+            from kernelcast.properties import cached_properties as properties
+        chunks = map_chunks(client, _rank_chunk, variants, chunk_size=chunk_size,
+                            progress=progress,
+                            shared={"knl": knl, "space": space, "model": model,
+                                    "params": dict(params),
+                                    "limits": (max_group_size, local_mem_bytes),
+                                    "properties": properties})
+        outcomes = []
+        for seconds, why, caught in chunks:
+            for category, text in caught:
+                warnings.warn(text, category, stacklevel=2)
+            outcomes.append((seconds, why))
     ranked, skipped = [], []
-    total = len(space)
-    for done, variant in enumerate(space.variants(), 1):
+    for variant, (seconds, why) in zip(variants, outcomes, strict=True):
         key = variant_key(variant)
-        why = invalid(variant, space, max_group_size=max_group_size)
         if why is None:
-            try:
-                made = apply(knl, variant, space)
-                why = invalid(variant, space, max_group_size=max_group_size,
-                              local_mem_bytes=local_mem_bytes, knl=made)
-                if why is None:
-                    seconds = model.predict(properties(made), dict(params))
-                    ranked.append(Ranked(variant, key, seconds))
-            except InvalidVariant as err:
-                why = str(err)
-            except KernelcastError as err:
-                why = f"not predicted: {err}"
-        if why is not None:
+            ranked.append(Ranked(variant, key, seconds))
+        else:
             skipped.append(Ranked(variant, key, reason=why))
-        if progress is not None:
-            progress(done, total)
     ranked.sort(key=lambda r: (r.predicted_s, r.key))
     return ranked, skipped
 
 
+def _rank_variant(knl, variant, space, model, params, max_group_size, local_mem_bytes,
+                  properties) -> tuple[float | None, str | None]:
+    """(predicted seconds, None) for one variant, or (None, why it was skipped)."""
+    why = invalid(variant, space, max_group_size=max_group_size)
+    if why is not None:
+        return None, why
+    try:
+        made = apply(knl, variant, space)
+        why = invalid(variant, space, max_group_size=max_group_size,
+                      local_mem_bytes=local_mem_bytes, knl=made)
+        if why is None:
+            return model.predict(properties(made), dict(params)), None
+    except InvalidVariant as err:
+        why = str(err)
+    except KernelcastError as err:
+        why = f"not predicted: {err}"
+    return None, why
+
+
+def _rank_chunk(variants, *, knl, space, model, params, limits, properties) -> list:
+    """On a worker: (seconds, why, warnings given) for each of *variants*."""
+    out = []
+    for variant in variants:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            seconds, why = _rank_variant(knl, variant, space, model, params, *limits,
+                                         properties)
+        out.append((seconds, why, [(w.category, str(w.message)) for w in caught]))
+    return out
+
+
 def tune(build: Callable, params: Mapping[str, int], space: Space, model, backend, store,
          *, family: str, top: int = 5, properties: Callable | None = None,
-         progress=None, rank_progress: Callable[[int, int], None] | None = None
-         ) -> TuneResult:
+         progress=None, rank_progress: Callable[[int, int], None] | None = None,
+         client=None, wait: float = 0.0) -> TuneResult:
     """Rank *space*'s variants of the kernel *build()* makes, and measure the *top* best
     on *backend* into *store*; see the module docstring. *rank_progress(done, total)*
-    follows the ranking, *progress* the measuring campaign."""
+    follows the ranking, *progress* the measuring campaign.
+
+    With *client* (a Dask client) both are spread over its workers (``rank``,
+    kernelcast.tune.distributed.measure): the workers get the kernel *build()* made here,
+    never *build* itself; *backend* is then only this process's hold on the device (its
+    lock) and the store's identity, and *wait* how long a worker elsewhere waits for its
+    device's lock."""
     from kernelcast.measure.campaign import Job, run_campaign
 
     info = backend.device
@@ -107,14 +169,22 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
     ranked, skipped = rank(knl, params, space, model,
                            max_group_size=info.max_group_size,
                            local_mem_bytes=info.local_mem_bytes, properties=properties,
-                           progress=rank_progress)
+                           progress=rank_progress, client=client)
     jobs = []
     for r in ranked[:top]:
         name = f"{family}/{r.key}"
-        jobs.append(Job(name, name, lambda v=r.variant: apply(build(), v, space),
-                        dict(params)))
-    run_campaign(jobs, backend, store, verify=False,
-                 **({} if progress is None else {"progress": progress}))
+        if client is None:
+            make = (lambda v=r.variant: apply(build(), v, space))
+        else:  # the kernel made here travels; a user's factory may not import there
+            make = functools.partial(apply, knl, r.variant, space)
+        jobs.append(Job(name, name, make, dict(params)))
+    options = {} if progress is None else {"progress": progress}
+    if client is None:
+        run_campaign(jobs, backend, store, verify=False, **options)
+    else:
+        from kernelcast.tune.distributed import measure
+
+        measure(client, jobs, backend, store, verify=False, wait=wait, **options)
     result = TuneResult(ranked, skipped)
     rows = {row["case_name"]: row for row in store.rows()}
     for job in jobs:
