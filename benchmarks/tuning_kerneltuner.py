@@ -129,7 +129,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100")
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--models", nargs="+", default=["paper", "extended", "hong-kim"])
+    parser.add_argument("--models", nargs="+",
+                        default=["paper", "extended", "hong-kim", "learned"],
+                        help="fitted profiles to rank with")
     parser.add_argument("--strategies", nargs="+", default=STRATEGIES)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--families", nargs="*", help="default: all")

@@ -31,7 +31,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the ground truth")
     parser.add_argument("--backend", default="cuda", help="the stores' backend")
-    parser.add_argument("--models", nargs="+", default=["paper", "extended", "hong-kim"],
+    parser.add_argument("--models", nargs="+", default=["paper", "extended", "hong-kim", "learned"],
                         help="fitted profiles to rank with")
     args = parser.parse_args()
     warnings.simplefilter("ignore")

@@ -1363,6 +1363,37 @@ def section_tuning() -> list[str]:
     return out
 
 
+def section_tuning_corpus() -> list[str]:
+    out = ["## Tuning: the learned model's training corpus", ""]
+    for gpu in GPUS:
+        path = DATA / gpu / "tuning-learned.json"
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ident = doc["identity"]
+        store = DATA / gpu / "tuning-corpus-cuda.sqlite"
+        meta = DATA / gpu / "tuning-corpus-cuda.json"
+        driver = (json.loads(meta.read_text()).get("nvidia_driver") if meta.exists()
+                  else None)
+        out += [f"`benchmarks/tuning_learned.py`, {doc['date'][:16].replace('T', ' ')} UTC: "
+                "the learned model (`kernelcast.models.learned`) is fitted to every variant "
+                f"of the training corpus (`kernelcast.tune.corpus`, {doc['variants']} "
+                f"variants of {len(doc['families'])} kernels that are not the judged "
+                f"families), measured on {ident['device']} through {ident['backend']} "
+                f"({ident['driver']}, NVIDIA driver {driver or 'unknown'}; `{rel(store)}`, "
+                f"{file_commit(store)}). Leave-one-family-out: each corpus family ranked by "
+                "a model fitted to the other families. Counting the corpus's properties "
+                f"took {doc['counting_seconds']:.0f} s on this 2-core machine.", ""]
+        rows = [[name, str(e["variants"]), f"{e['top1']:.1%}", f"{e['top3']:.1%}",
+                 f"{e['spearman']:.2f}"] for name, e in doc["cross_validation"].items()]
+        rows.append(["mean ρ", "", "", "", f"{doc['mean_spearman']:.2f}"])
+        out += [table(["held-out family", "variants", "top-1", "top-3", "ρ"], rows,
+                      ["l", "r", "r", "r", "r"]), ""]
+    if len(out) == 2:
+        out.append("*Not generated: no data/<gpu>/tuning-learned.json.*")
+    return out
+
+
 def section_tuning_kerneltuner() -> list[str]:
     out = ["## Tuning against Kernel Tuner's search strategies", ""]
     for gpu in GPUS:
@@ -1656,6 +1687,7 @@ def main() -> int:
         section_reliability(),
         section_grophecy(),
         section_tuning(),
+        section_tuning_corpus(),
         section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),
