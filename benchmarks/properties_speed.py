@@ -5,6 +5,12 @@ Prints, per kernel: the wall time of the first extract_properties in a fresh pro
 --repeat further extractions in that process (fresh kernel objects each time), and the
 mean time of Properties.evaluate for new parameter values. Targets: extraction <= 2 s on
 a 2-core machine, evaluation <= 50 µs. Run:  .venv/bin/python benchmarks/properties_speed.py
+
+With --families [STEP], instead: per tuning family (kernelcast.tune.families), the CPU
+time per variant (every STEP-th valid variant at a group size of at most 1024) of making
+it with Loopy's transformations, and of cached_properties on a cold cache (a fresh folder)
+followed by one evaluate_with_extent at the family's sizes: what ranking a variant costs
+besides the model (issue 23: 1,000 variants in 60 s on two cores, about 120 ms each).
 """
 
 import os
@@ -64,12 +70,46 @@ def measure_one(name, repeat, calls):
             "evaluate": time_evaluation(props, calls)}
 
 
+def time_families(step):
+    """CPU seconds per variant, by family: (make, cold cached_properties + evaluate)."""
+    import tempfile
+
+    from kernelcast.properties import cached_properties
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.space import apply, invalid
+
+    warnings.simplefilter("ignore")
+    folder = tempfile.mkdtemp(prefix="kernelcast-cold-")
+    print(f"{'family':10s} {'variants':>8s} {'make':>9s} {'properties':>11s} {'worst':>9s}")
+    total = []
+    for name, fam in FAMILIES.items():
+        variants = [v for v in fam.space.variants()
+                    if invalid(v, fam.space, max_group_size=1024) is None][::step]
+        made, counted = [], []
+        for variant in variants:
+            start = time.process_time()
+            knl = apply(fam.build(), variant, fam.space)
+            middle = time.process_time()
+            cached_properties(knl, cache_dir=folder).evaluate_with_extent(fam.params)
+            made.append(middle - start)
+            counted.append(time.process_time() - middle)
+        total += [m + c for m, c in zip(made, counted)]
+        print(f"{name:10s} {len(variants):8d} {1e3 * statistics.mean(made):6.1f} ms "
+              f"{1e3 * statistics.mean(counted):8.1f} ms {1e3 * max(counted):6.0f} ms")
+    print(f"{'all':10s} {len(total):8d} {'':>9s} {1e3 * statistics.mean(total):8.1f} ms "
+          "(make + properties)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--families", type=int, nargs="?", const=1, metavar="STEP")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.families:
+        time_families(args.families)
+        return
     if args.one:
         print(json.dumps(measure_one(args.one, args.repeat, args.calls)))
         return

@@ -9,11 +9,13 @@ read compares it, so a file never serves another kernel. It holds the isl string
 counts and assumptions, and the source of the evaluators that Properties compiled from
 them (Properties keeps no isl form of the extent), so a hit evaluates with the very code
 the extraction made; that source must name nothing but its parameters and locals before
-it is compiled, and a count is read from its string only when ``symbolic`` asks for it
-(isl takes about 20 ms to read a large one). Writes go to a temporary file in the cache
-folder and then os.replace, so readers and concurrent writers of one key see a whole
-entry or none. An entry that fails its checks (JSON, format, key, checksum, code) is
-deleted and extracted again; a folder that cannot be written only costs the caching.
+it is compiled, and a count is read from its string only when ``symbolic`` asks for it,
+on a hit and on the miss that wrote the entry alike (isl takes 20 ms to a second to read
+a large one, longer than extracting it; ranking variants never asks). Writes go to a
+temporary file in the cache folder and then os.replace, so readers and concurrent
+writers of one key see a whole entry or none. An entry that fails its checks (JSON,
+format, key, checksum, code) is deleted and extracted again; a folder that cannot be
+written only costs the caching.
 Warnings the extraction gave (UncountedWarning, ...) are not repeated on a hit.
 
 Public names: cached_properties, kernel_digest, default_cache_dir, FORMAT_VERSION.
@@ -43,6 +45,7 @@ from loopy.version import DATA_MODEL_VERSION
 from pymbolic.primitives import Product, Sum
 
 from kernelcast.errors import KernelcastWarning, NotALoopyKernelError
+from kernelcast.properties.compiled import LazyEvaluator, compile_source
 from kernelcast.properties.extract import extract_properties
 from kernelcast.properties.result import AccessInfo, Properties
 from kernelcast.version import __version__
@@ -73,6 +76,7 @@ def cached_properties(knl, *, data_statistics: dict | None = None,
     A first call returns the Properties as read back from the entry it wrote, so a hit
     and a miss give equal Properties, symbolic forms included: isl may print a count read
     from its string with a piece's disjuncts in another order than the count it came from.
+    Either way a count is read from its string when ``symbolic`` first asks for it.
     """
     try:
         key = _key(knl, data_statistics)
@@ -92,9 +96,11 @@ def cached_properties(knl, *, data_statistics: dict | None = None,
         text = json.dumps({"format": FORMAT_VERSION, "key": key,
                            "checksum": _checksum(encoded), "properties": encoded},
                           sort_keys=True)
-        decoded = _decode(json.loads(text)["properties"])
-        for name in decoded._counts:  # every count reads back, or nothing is stored
-            decoded._counts[name]
+        # the entry as a hit reads it, with the extraction's own evaluators (their source
+        # is the entry's): compiled when first called, and the counts read from their
+        # strings when symbolic first asks (isl takes up to a second to read the counts
+        # of a large kernel, far longer than extracting them)
+        decoded = _decode(json.loads(text)["properties"], evaluators=props)
     except _DAMAGE:  # not representable: return it uncached
         return props
     _write(path, text)
@@ -301,11 +307,13 @@ def _encode(props: Properties) -> dict:
     }
 
 
-def _decode(d: dict) -> Properties:
+def _decode(d: dict, evaluators: Properties | None = None) -> Properties:
     """The Properties an entry holds, with the extracted Properties' own evaluators and
     its isl counts read when first asked for. It sets the attributes that
-    Properties.__init__ sets (which would compile the evaluators again from isl objects);
-    tests/test_properties_cache.py checks that the two sets of attributes agree."""
+    Properties.__init__ sets (which would make the evaluators again from isl objects);
+    tests/test_properties_cache.py checks that the two sets of attributes agree.
+    *evaluators*: the Properties the entry was just made from, whose evaluators (of the
+    very source the entry holds) are taken instead of compiling the entry's source."""
     arg_names = tuple(d["arg_names"])
     props = Properties.__new__(Properties)
     props.kernel_name = d["kernel_name"]
@@ -326,11 +334,17 @@ def _decode(d: dict) -> Properties:
     props._base_names = base = tuple(d["count_order"])
     if sorted(base) != sorted(d["counts"]):
         raise ValueError("the evaluator's counts are not the entry's")
-    props._fn = _compiled(d["sources"]["evaluate"], "evaluate", arg_names)
     props._minls_index = [(n, base.index(a), base.index(b))
                           for n, (a, b) in props._minls.items()]
     props._extent_names = tuple(d["extent_names"])
     extent = d["sources"]["extent"]
+    if evaluators is not None:
+        for attr in ("_fn", "_extent_fn", "_guard"):
+            fn = getattr(evaluators, attr)
+            setattr(props, attr, fn.for_owner(props, attr)
+                    if isinstance(fn, LazyEvaluator) else fn)
+        return props
+    props._fn = _compiled(d["sources"]["evaluate"], "evaluate", arg_names)
     props._extent_fn = None if extent is None else _compiled(extent, "extent", arg_names)
     props._guard = _compiled(d["sources"]["assumptions_hold"], "assumptions_hold", arg_names)
     return props
@@ -375,10 +389,6 @@ def _compiled(source: str, name: str, arg_names: tuple[str, ...]):
     for word in _IDENTIFIER.findall(source):
         if word not in allowed and not _LOCAL.fullmatch(word):
             raise ValueError(f"the {name} evaluator names {word!r}")
-    namespace: dict = {}
-    exec(compile(source, f"<kernelcast {name}>", "exec"), namespace)  # noqa: S102
-    fn = namespace[name]
-    fn.source = source
-    return fn
+    return compile_source(source, name)
 
 # }}}

@@ -124,6 +124,7 @@ class _Extraction:
         self.params = tuple(sorted(size_params - set(self.data_params)))
         self.reference = self._reference_point(value_args)
         self.totals: dict[str, isl.PwQPolynomial] = defaultdict(lambda: self.zero)
+        self._point_counts: dict[tuple, isl.PwQPolynomial] = {}
         # for the extended model: local-memory passes beyond one per access (bank
         # conflicts), operations on loop-carried paths and on the paths through iterations
         # that a branch serializes (kernelcast.properties.recurrence); and, not a total
@@ -212,10 +213,23 @@ class _Extraction:
             fraction = Fraction(self.statistics[insn.id]).limit_denominator(10**6)
         return domain, fraction
 
+    def _points(self, inames: frozenset, predicates: tuple,
+                domain: isl.Set) -> isl.PwQPolynomial:
+        """The points of *domain*, the domain of *inames* under the affine conditions
+        among *predicates* (in the order _instruction_domain took them): counted once
+        per kernel for each, since instructions (and barriers) often share them."""
+        key = (inames, predicates)
+        count = self._point_counts.get(key)
+        if count is None:
+            count = self._point_counts[key] = (
+                self.zero + domain.align_params(self.space).card())
+        return count
+
     def _runs(self, insn, domain: isl.Set) -> isl.PwQPolynomial:
         """Work-items that reach *insn*: its domain's points times the sizes of the
         hardware axes it does not use."""
-        count = self.zero + domain.align_params(self.space).card()
+        count = self._points(frozenset(insn.within_inames), tuple(insn.predicates),
+                             domain)
         unused = get_unused_hw_axes_factor(self.knl, self.ctab, insn,
                                            disregard_local_axes=False).pwqpolynomial
         return count * (self.zero + unused)
@@ -419,6 +433,6 @@ class _Extraction:
                 if inames:
                     dom = self.knl.get_inames_domain(inames).project_out_except(
                         inames, [dim_type.set])
-                    per_item = self.zero + dom.align_params(self.space).card()
+                    per_item = self._points(inames, (), dom)
                 self.totals["barrier"] = (self.totals["barrier"]
                                           + per_item * groups * group_size)

@@ -13,7 +13,8 @@ import islpy as isl
 import numpy as np
 
 from kernelcast.errors import ParameterError
-from kernelcast.properties.compiled import compile_evaluator, pwqpolynomial_source, set_source
+from kernelcast.properties.compiled import (LazyEvaluator, evaluator_source,
+                                            pwqpolynomial_source, set_source)
 from kernelcast.properties.vocabulary import ORDER, PROPERTY_NAMES
 
 
@@ -64,22 +65,32 @@ class Properties:
         self._arg_names = (*params, *sorted(k for k in statistics if k in _param_names(
             counts)))
         base_names = tuple(counts)
+        # data statistics are the evaluators' only arguments that may be floats
+        exact = not any(isinstance(self.statistics[k], float)
+                        for k in self._arg_names[len(params):])
         divs: dict[str, str] = {}
-        fn = compile_evaluator(self._arg_names,
-                               [pwqpolynomial_source(counts[n], divs) for n in base_names],
-                               divs=divs)
+        sources = [pwqpolynomial_source(counts[n], divs, exact_args=exact)
+                   for n in base_names]
         self._base_names = base_names
-        self._fn = fn
+        self._fn = LazyEvaluator(evaluator_source(self._arg_names, sources, divs=divs),
+                                 "evaluate", forms=[counts[n] for n in base_names],
+                                 arg_names=self._arg_names, owner=self, attr="_fn")
         self._minls_index = [(n, base_names.index(a), base_names.index(b))
                              for n, (a, b) in minls.items()]
         self._extent_names = tuple(extent or ())
-        divs = {}
-        self._extent_fn = compile_evaluator(
-            self._arg_names, [pwqpolynomial_source(extent[n], divs)
-                              for n in self._extent_names], name="extent",
-            divs=divs) if extent else None
+        self._extent_fn = None
+        if extent:
+            divs = {}
+            sources = [pwqpolynomial_source(extent[n], divs, exact_args=exact)
+                       for n in self._extent_names]
+            self._extent_fn = LazyEvaluator(
+                evaluator_source(self._arg_names, sources, name="extent", divs=divs),
+                "extent", forms=[extent[n] for n in self._extent_names],
+                arg_names=self._arg_names, owner=self, attr="_extent_fn")
         guard = set_source(assumptions) if not assumptions.is_universe() else "True"
-        self._guard = compile_evaluator(self._arg_names, [guard], name="assumptions_hold")
+        self._guard = LazyEvaluator(
+            evaluator_source(self._arg_names, [guard], name="assumptions_hold"),
+            "assumptions_hold", owner=self, attr="_guard")
 
     def __repr__(self) -> str:
         return (f"<Properties of {self.kernel_name!r}: {len(self.names)} properties "
