@@ -68,6 +68,18 @@ def test_a_padded_tile_has_no_conflicts():
         2 * 31 * 2 * 32 * 32)
 
 
+def test_padding_by_the_tuners_transformation_counts():
+    # the same tile padded by kernelcast.tune.space.pad_local_array, which widens its
+    # storage (and strides) but not its shape: as conflict-free as the 33-column tile
+    from kernelcast.tune.space import pad_local_array
+
+    padded = pad_local_array(_transpose_through_tile(32), "tile", 1)
+    assert _extent(padded, {"ng": 2})["local_conflicts"] == 0
+    # padded by 2: words 34·i apart, lanes i and i + 16 share a bank (2-way), both accesses
+    twice = pad_local_array(_transpose_through_tile(32), "tile", 2)
+    assert _extent(twice, {"ng": 2})["local_conflicts"] == 2 * 1 * 2 * 32 * 32
+
+
 @pytest.mark.parametrize("variant, expected", [
     ("fma", {"flops": 2}),  # x = x·c + d: a multiply, then an add
     ("special", {"special": 1, "flops": 1}),  # x = rsqrt(x) + c

@@ -167,6 +167,26 @@ def _local_iname(knl: lp.LoopKernel, insn, axis: int) -> str | None:
     return None
 
 
+def _word_strides(array, reference: dict[str, int]) -> list[int]:
+    """The element strides of *array*: its fixed strides where Loopy has them (a padded
+    local array's storage is wider than its shape), else row-major over its shape, as
+    Loopy lays out temporaries."""
+    from loopy.kernel.array import FixedStrideArrayDimTag
+
+    tags = getattr(array, "dim_tags", None) or ()
+    if len(tags) == len(array.shape) and all(
+            isinstance(t, FixedStrideArrayDimTag) and t.stride is not lp.auto for t in tags):
+        try:
+            return [int(evaluate(flatten(t.stride), reference)) for t in tags]
+        except (UnknownVariableError, TypeError):
+            pass
+    shape = [evaluate(flatten(n), reference) for n in array.shape]
+    strides = [1] * len(shape)
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    return strides
+
+
 def local_bank_passes(knl: lp.LoopKernel, insn, site: AccessSite, local_size: tuple,
                       reference: dict[str, int]) -> int:
     """Passes of local memory that one warp's access at *site* takes: the most distinct
@@ -175,12 +195,11 @@ def local_bank_passes(knl: lp.LoopKernel, insn, site: AccessSite, local_size: tu
 
     The warp is the first 32 work-items (local axis 0 fastest) at the first iteration of
     every loop (each iname at 0). A site whose address depends on data counts as one pass.
+    Addresses follow the array's strides, so padding (kernelcast.tune.space's
+    pad_local_array) counts.
     """
     array = knl.get_var_descriptor(site.array)
-    shape = [evaluate(flatten(n), reference) for n in array.shape]
-    strides = [1] * len(shape)  # row-major, like Loopy's temporaries
-    for axis in range(len(shape) - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    strides = _word_strides(array, reference)
     words = max(site.bits // 32, 1)
     axes = [_local_iname(knl, insn, a) for a in range(3)]
     sizes = [int(n) for n in local_size] + [1, 1, 1]
