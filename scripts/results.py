@@ -1394,6 +1394,30 @@ def section_tuning_corpus() -> list[str]:
     return out
 
 
+def section_ranking_speed() -> list[str]:
+    out = ["## Ranking speed", ""]
+    path = DATA / "ranking-speed.json"
+    if not path.exists():
+        return out + ["*Not generated: no data/ranking-speed.json.*"]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    machine, target = doc["machine"], doc["target"]
+    out += [f"`benchmarks/ranking_speed.py`, {doc['date'][:16].replace('T', ' ')} UTC, on "
+            f"{machine['cores']} cores ({machine['cpu']}, Python {machine['python']}): every "
+            "variant of the tuning families made, checked against an H100's limits, counted "
+            f"from a cold cache ({doc['cold']}) and predicted with `{doc['profile']}`, in one "
+            "process and on a local Dask cluster (its start counted). Target (issue 23): "
+            f"{target['variants']:,} variants in at most {target['seconds']:.0f} s. The "
+            "1-minute load average is the machine's while it ran: other processes slow "
+            "both runs. Rankings identical in both runs: "
+            f"{'yes' if doc['identical_rankings'] else 'NO'}.", ""]
+    rows = [[str(r["workers"]), f"{r['variants']:,}", f"{r['seconds']:.0f} s",
+             f"{r['ms_per_variant']:.0f} ms", f"{r['variants_per_60s']:,}",
+             f"{r['load_average_1min']['mean']:.1f}"] for r in doc["runs"]]
+    out += [table(["processes", "variants", "in all", "per variant", "per 60 s",
+                   "load average"], rows, ["r", "r", "r", "r", "r", "r"]), ""]
+    return out
+
+
 def section_tuning_kerneltuner() -> list[str]:
     out = ["## Tuning against Kernel Tuner's search strategies", ""]
     for gpu in GPUS:
@@ -1688,6 +1712,7 @@ def main() -> int:
         section_grophecy(),
         section_tuning(),
         section_tuning_corpus(),
+        section_ranking_speed(),
         section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),
