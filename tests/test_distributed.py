@@ -7,7 +7,6 @@ serves the module (starting one takes seconds on two cores)."""
 import functools
 import json
 import os
-import textwrap
 
 import pytest
 
@@ -21,6 +20,7 @@ from kernelcast.tune import distributed
 from kernelcast.tune.families import FAMILIES
 from kernelcast.tune.space import Axis, Space, apply, variant_key
 from kernelcast.tune.tuner import rank
+from test_tune_cli import FACTORY  # the same small product, through the CLI
 
 PROFILE = (os.path.dirname(__file__)
            + "/../data/profiles/nvidia-h100-80gb-hbm3-cuda-extended.json")
@@ -170,22 +170,6 @@ def test_a_scheduler_without_workers_is_refused():
             distributed.cluster(scheduler=empty.scheduler_address, timeout=0.5):
         pass
 
-
-FACTORY = textwrap.dedent("""\
-    import loopy as lp
-    import numpy as np
-
-
-    def build():
-        return lp.make_kernel(
-            "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-            "out[i, j] = sum(k, a[i, k] * b[k, j])",
-            [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-             lp.GlobalArg("b", np.float32, shape=(4, "m")),
-             lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-             lp.ValueArg("n, m", np.int32)],
-            name="mm", lang_version=(2018, 2))
-    """)
 
 
 @pytest.fixture

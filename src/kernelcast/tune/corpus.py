@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.errors import UsageError
-from kernelcast.tune.families import Family
+from kernelcast.tune.families import Family, _kernel
 from kernelcast.tune.space import Axis, Prefetch, Space
 
 #: The coefficients c0 … c16 of ``poly``: y = Σ_k c_k x^k with c_k = 1 / (k + 1).
@@ -66,12 +66,6 @@ POLY_COEFFICIENTS = tuple(1.0 / (k + 1) for k in range(17))
 CONV_TAPS = 15
 #: Half-width of ``hblur``'s window (2 × 3 + 1 = 7 points).
 BLUR_HALF = 3
-
-
-def _kernel(domain, insns, args, name):
-    import loopy as lp
-
-    return lp.make_kernel(domain, insns, args, name=name, lang_version=(2018, 2))
 
 
 def _outer():
