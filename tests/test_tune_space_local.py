@@ -31,22 +31,10 @@ from kernelcast.tune.space import (
     variant_key,
 )
 from kernelcast.tune.tuner import rank
+from test_tune import PARAMS, build  # the same small product
 
 STORE = Path(__file__).resolve().parents[1] / "data" / "h100" / "tuning-cuda.sqlite"
-PARAMS = {"n": 24, "m": 40}
 LOCAL = 48 * 1024
-
-
-def build():
-    """out = a @ b with a reduction of 4: untagged, to be tuned."""
-    return lp.make_kernel(
-        "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-        "out[i, j] = sum(k, a[i, k] * b[k, j])",
-        [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-         lp.GlobalArg("b", np.float32, shape=(4, "m")),
-         lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-         lp.ValueArg("n, m", np.int32)],
-        name="mm", lang_version=(2018, 2))
 
 
 def _mm_reference(args):

@@ -150,17 +150,20 @@ class LearnedModel(Model):
         f = learned_features(props, params, units)
         return np.array([f[n] for n in FEATURES], dtype=float), f["bytes_moved"]
 
+    def _matrix(self, dataset, units) -> tuple[np.ndarray, np.ndarray]:
+        """(features, bytes moved) of every case of *dataset*."""
+        rows = [self._row(dataset.properties(i), dataset.params(i), units)
+                for i in range(len(dataset))]
+        return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
     def fit(self, dataset) -> LearnedModel:
         import lightgbm as lgb
 
         if not isinstance(self.rounds, int) or isinstance(self.rounds, bool) \
                 or self.rounds < 1:
             raise KernelcastError(f"rounds must be a positive integer, not {self.rounds!r}")
-        units = int(dataset.identity.get("compute_units") or 1)
-        rows = [self._row(dataset.properties(i), dataset.params(i), units)
-                for i in range(len(dataset))]
-        X = np.array([r[0] for r in rows])
-        y = np.log(dataset.seconds / np.array([r[1] for r in rows]))
+        X, moved = self._matrix(dataset, int(dataset.identity.get("compute_units") or 1))
+        y = np.log(dataset.seconds / moved)
         train = lgb.Dataset(X, y, feature_name=list(FEATURES), free_raw_data=False)
         booster = lgb.train(TREE_PARAMS, train, num_boost_round=self.rounds)
         self.booster_ = booster.model_to_string()
@@ -207,11 +210,8 @@ class LearnedModel(Model):
 
     def predict_dataset(self, dataset) -> np.ndarray:
         self.check_fitted()
-        units = self._units()
-        rows = [self._row(dataset.properties(i), dataset.params(i), units)
-                for i in range(len(dataset))]
-        X = np.array([r[0] for r in rows])
-        return np.array([r[1] for r in rows]) * np.exp(self._model().predict(X))
+        X, moved = self._matrix(dataset, self._units())
+        return moved * np.exp(self._model().predict(X))
 
     def fitted_state(self) -> dict:
         self.check_fitted()
