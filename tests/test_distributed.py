@@ -135,7 +135,7 @@ def test_a_device_another_campaign_holds_is_refused_on_the_workers(client, pocl,
                                                                    overlap):
     fam = FAMILIES["axpy"]
     jobs = _jobs(fam, list(fam.space.variants())[3:4])
-    lock = DeviceLock(pocl.device.name)  # this process: another campaign to the workers
+    lock = DeviceLock(pocl.device)  # this process: another campaign to the workers
     try:
         with Store(tmp_path / "busy.sqlite", pocl.identity) as store, \
                 pytest.raises(DeviceBusyError, match="is being measured by process"):

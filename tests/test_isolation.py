@@ -183,7 +183,7 @@ HOLDER = textwrap.dedent('''
 @pytest.fixture
 def holder(pocl_device):
     """Another process holding the lock of PoCL's device."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, pocl_device.name],
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, pocl_device.lock_name],
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "holding"
     yield process
@@ -211,14 +211,14 @@ def test_a_second_campaign_on_a_device_is_refused_naming_the_holder(
 def test_the_lock_goes_with_its_holder_even_by_sigkill(holder, pocl_device):
     holder.send_signal(signal.SIGKILL)
     holder.wait()
-    lock = DeviceLock(pocl_device.name)
+    lock = DeviceLock(pocl_device)
     lock.release()
 
 
 def test_a_waiting_campaign_runs_once_the_holder_is_done(pocl_device, kernel_file, tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-c", HOLDER.replace("time.sleep(600)", "time.sleep(2)"),
-         pocl_device.name], stdout=subprocess.PIPE, text=True)
+         pocl_device.lock_name], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().strip() == "holding"
         db = tmp_path / "s.sqlite"
@@ -234,8 +234,8 @@ def test_a_waiting_campaign_runs_once_the_holder_is_done(pocl_device, kernel_fil
 
 
 def test_one_process_shares_its_own_lock(pocl_device):
-    first = DeviceLock(pocl_device.name)
-    second = DeviceLock(pocl_device.name)  # a calibration that also evaluates
+    first = DeviceLock(pocl_device)
+    second = DeviceLock(pocl_device)  # a calibration that also evaluates
     second.release()
     first.release()
 

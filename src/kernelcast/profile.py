@@ -51,7 +51,9 @@ def profile_document(model, store: str | None = None) -> dict:
         "format": PROFILE_FORMAT, "model": model.name,
         "params": {k: _jsonable(v) for k, v in model.get_params().items()},
         "device": prov["device"], "driver": prov["driver"], "backend": prov["backend"],
-        "compute_units": prov.get("compute_units"), "suite": prov.get("suite", ""),
+        "compute_units": prov.get("compute_units"),
+        **({"instance": prov["instance"]} if prov.get("instance") else {}),
+        "suite": prov.get("suite", ""),
         "store": prov.get("store", "") if store is None else store,
         "kernelcast_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -242,8 +244,8 @@ _CHECKS = {  # name: (test, what it should be)
 _FIELDS = {"model": ("string", True), "device": ("string", True),
            "driver": ("string", True), "backend": ("string", True),
            "state": ("object", True), "params": ("object", False),
-           "compute_units": ("units", False), "suite": ("string", False),
-           "store": ("string", False), "kernelcast_version": ("string", False),
+           "compute_units": ("units", False), "instance": ("string", False),
+           "suite": ("string", False), "store": ("string", False), "kernelcast_version": ("string", False),
            "created_at": ("string", False), "fit": ("object", False)}
 _FIT_FIELDS = {"suites": "strings", "cases": "count", "criterion": "string",
                "negative_weights": "strings", "solver": "solver",
@@ -361,8 +363,8 @@ def _model(doc: dict, path: Path):
         store = os.path.normpath(path.parent / store)
     fit = dict(doc.get("fit", {}))
     model.provenance_ = {key: doc[key] for key in _HEADER} | {
-        "compute_units": doc.get("compute_units"), "suite": doc.get("suite", ""),
-        "store": store, "suites": fit.pop("suites", []), "cases": fit.pop("cases", 0),
+        "compute_units": doc.get("compute_units"), "instance": doc.get("instance", ""),
+        "suite": doc.get("suite", ""), "store": store, "suites": fit.pop("suites", []), "cases": fit.pop("cases", 0),
         "created_at": doc.get("created_at", ""),
         "kernelcast_version": doc.get("kernelcast_version", "")}
     model.fit_report_ = fit

@@ -1,19 +1,23 @@
 """The end-to-end jobs: calibrate a device, fit a model to a store, evaluate models.
 
 ``calibrate`` measures the suites a model is fitted from on a device into its store
-(resuming any earlier campaign), fits the model and writes the profile. ``fit_store`` fits
+(resuming any earlier campaign), fits the model and writes the profile.
+``calibrate_devices`` calibrates several identical devices of this host at once, each in
+its own right (identical GPUs differ): one worker per device (kernelcast.tune.distributed),
+each device its own store and profile, bound to it (named after its instance). ``fit_store`` fits
 a model to what a store already holds. ``evaluate`` measures the test suite that belongs
 to a profile's suite on the profile's device when it is present (else uses what the
 store holds) and returns Table 1 of each model asked for on the same cases.
 
-Public names: default_paths, default_model, calibrate, fit_store, evaluate,
-device_available, test_suite_of.
+Public names: default_paths, default_model, calibrate, calibrate_devices, fit_store,
+evaluate, device_available, test_suite_of.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError
@@ -28,11 +32,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def default_paths(device: str, backend: str, model: str, root="kernelcast-data"
-                  ) -> tuple[Path, Path]:
+def default_paths(device: str, backend: str, model: str, root="kernelcast-data",
+                  instance: str | None = None) -> tuple[Path, Path]:
     """(store, profile) paths for a device: kernelcast-data/<device>-<backend>.sqlite and
-    kernelcast-data/<device>-<backend>-<model>.json."""
-    stem = Path(root) / f"{_slug(device)}-{backend}"
+    kernelcast-data/<device>-<backend>-<model>.json; with *instance* (one device of
+    several identical ones), <device>-<backend>-<instance> instead of <device>-<backend>."""
+    where = f"-{_slug(instance.replace('#', 'device-'))}" if instance else ""
+    stem = Path(root) / f"{_slug(device)}-{backend}{where}"
     return stem.with_suffix(".sqlite"), stem.parent / f"{stem.name}-{model}.json"
 
 
@@ -69,10 +75,11 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
 def calibrate(device: str | None = None, backend: str = "opencl", db=None,
               profile_path=None, suite: str | None = None, model: str | None = None,
               progress=None, cache: PropertyCache | None = None, params: dict | None = None,
-              wait: float = 0.0, **options):
+              wait: float = 0.0, bind: bool = False, root="kernelcast-data", **options):
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
     else *model* (default: extended on a GPU, paper otherwise) is fitted from, fit, save.
-    Returns (model, profile path)."""
+    With *bind*, the store and profile belong to this one device (its instance: named
+    after it, and a store of another refused). Returns (model, profile path)."""
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.campaign import STDERR
     from kernelcast.suites.campaign import measure_suite
@@ -87,7 +94,9 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
         model = model or default_model(suite)
         suites = model_class(model).fit_suites(suite)
         get_model(model, **(params or {})).check_before_measuring(runner.device.name)
-        store_path, default_profile = default_paths(runner.device.name, runner.name, model)
+        instance = runner.device.instance if bind else None
+        store_path, default_profile = default_paths(runner.device.name, runner.name, model,
+                                                    root, instance)
         default_db = db is None
         db = Path(db or store_path)
         profile_path = check_profile_path(profile_path or default_profile)
@@ -96,12 +105,65 @@ def calibrate(device: str | None = None, backend: str = "opencl", db=None,
             print(f"calibrating {runner.device.name} ({runner.name}, driver "
                   f"{runner.device.driver}) for the {model} model with the "
                   f"{' and '.join(suites)} suites into {db}", file=stream)
-        with Store(db, runner.identity, create_dirs=default_db) as store:
+        identity = {**runner.identity, **({"instance": instance} if instance else {})}
+        with Store(db, identity, create_dirs=default_db) as store:
             for name in suites:
                 measure_suite(get_suite(name), runner, store, progress=progress, **options)
     fitted = fit_store(db, model, suite, cache, **(params or {}))
     save_profile(fitted, profile_path)
     return fitted, profile_path
+
+
+def _calibrate_here(settings: dict, device) -> tuple[str, str, dict]:
+    """On the worker pinned to *device*: calibrate it in its own right, its progress lines
+    appended to a log beside its store; (store, profile, fit report)."""
+    store, _ = default_paths(device.name, settings["backend"], settings["model"],
+                             settings["root"], device.instance)
+    with open(store.with_suffix(".log"), "a", encoding="utf-8") as log:
+        fitted, path = calibrate(device.instance, bind=True, progress=log, **settings)
+    return fitted.provenance_["store"], str(path), fitted.fit_report_
+
+
+def calibrate_devices(devices, backend: str = "opencl", *, suite: str | None = None,
+                      model: str | None = None, params: dict | None = None,
+                      wait: float = 0.0, root="kernelcast-data", progress=None,
+                      **options) -> list[tuple[str, str, dict]]:
+    """Calibrate every device of *devices* (identical DeviceInfo of this host) at once, each
+    in its own right, on a local cluster of one worker per device; *progress* (default:
+    stderr; False: none) gets a line of rows stored per device every 10 s. Returns (store,
+    profile, fit report) per device; each device's progress lines are in a log beside its
+    store. A rerun resumes each device's store."""
+    from kernelcast.measure.campaign import STDERR, progress_stream
+    from kernelcast.tune.distributed import cluster, on_devices
+
+    stream = None if progress is False else progress_stream(progress or STDERR)
+    model = model or default_model(suite or ("measurement" if devices[0].kind.endswith("GPU")
+                                             else "measurement-cpu"))
+    stores = [default_paths(d.name, backend, model, root, d.instance)[0] for d in devices]
+    settings = {"backend": backend, "suite": suite, "model": model, "params": params,
+                "wait": wait, "root": str(Path(root).resolve()), **options}
+    Path(root).mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+
+    def show():
+        if stream is None:
+            return
+        counts = []
+        for device, path in zip(devices, stores, strict=True):
+            try:
+                with Store(path) as store:
+                    counts.append(f"{device.instance} {len(store.keys())}")
+            except KernelcastError:
+                counts.append(f"{device.instance} 0")
+        elapsed = time.monotonic() - start
+        print(f"[{elapsed:.0f}s] rows stored: {', '.join(counts)}", file=stream, flush=True)
+
+    if stream is not None:
+        print(f"calibrating {len(devices)} × {devices[0].name} ({backend}, driver "
+              f"{devices[0].driver}) for the {model} model, one worker per device, into "
+              f"{', '.join(str(p) for p in stores)}", file=stream, flush=True)
+    with cluster(devices=devices) as client:
+        return on_devices(client, devices, _calibrate_here, settings, poll=show)
 
 
 def device_available(model) -> bool:

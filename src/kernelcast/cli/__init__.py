@@ -105,6 +105,13 @@ def _device_args(p):
                         "(default: refuse at once, naming it)")
 
 
+def _devices(p, what: str):
+    p.add_argument("--devices", metavar="all|N",
+                   help=f"{what}, on every device identical to --device's (all) or the "
+                        "first N of them (in PCI order): one worker process per device, "
+                        "each holding its own device's lock")
+
+
 def _model_args(p, names, profile_help: str):
     """--profile, or --model with --hardware: what predicts (predict, tune)."""
     p.add_argument("--profile", help=profile_help)
@@ -171,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     _timing(p)
     p.add_argument("--no-verify", action="store_true",
                    help="skip checking suite kernels against their references")
+    _devices(p, "spread --suite's cases over several devices (rows into the one --db)")
     p.set_defaults(run=measuring.measure)
 
     model_help = f"the model ({described})"
@@ -191,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the device's)")
     _registers_file(p)
     _timing(p)
+    _devices(p, "calibrate several devices at once, each in its own right (a store and a "
+                "profile per device, named after its PCI address; not with --db or "
+                "--profile)")
     p.set_defaults(run=measuring.calibrate)
 
     p = sub.add_parser("fit", help="fit a model to a measurement store, write a profile")
@@ -276,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "nothing twice")
     _device_args(p)
     tune.add_arguments(p)  # --workers, --scheduler (kernelcast.tune.distributed)
+    _devices(p, "rank, and measure the best variants, over several devices (rows into "
+                "the one --db)")
     _json(p)
     p.set_defaults(run=tune.tune)
 

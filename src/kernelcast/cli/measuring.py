@@ -32,21 +32,63 @@ def _measured_kernel(args):
     return build, params
 
 
+def device_count(text) -> int | None:
+    """``--devices``: None for all, else a positive count; a UsageError otherwise."""
+    if text is None:
+        return None
+    word = str(text).strip().lower()
+    if word == "all":
+        return None
+    if word.isdigit() and int(word) >= 1:
+        return int(word)
+    raise UsageError(f"--devices {text}: expected all or a positive number of devices")
+
+
+def spread_devices(device, count: int | None) -> list:
+    """The devices identical to *device* (a DeviceInfo) that ``--devices`` names."""
+    from kernelcast.measure.devices import siblings
+
+    found = siblings(device)
+    if count is not None and count > len(found):
+        raise UsageError(f"--devices {count}: this host has {len(found)} × {device.name} "
+                         f"({', '.join(d.instance for d in found)})")
+    return found[:count]
+
+
 def measure(args) -> int:
+    import contextlib
+
     from kernelcast.measure.backends import make_backend
-    from kernelcast.measure.campaign import measure_kernel
+    from kernelcast.measure.campaign import measure_kernel, run_campaign
     from kernelcast.measure.store import Store
 
     if bool(args.kernel) == bool(args.suite):
         raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")
+    spread = getattr(args, "devices", None) is not None
+    count = device_count(getattr(args, "devices", None))
+    if spread and args.kernel:
+        raise UsageError("--devices spreads a suite's cases; one --kernel runs on one "
+                         "device")
     if args.kernel:  # checked before a store is opened
         build, params = _measured_kernel(args)
-    backend = make_backend(args.backend, args.device, args.build_options or "",
-                           wait=getattr(args, "wait", 0.0))
+    wait = getattr(args, "wait", 0.0)
+    backend = make_backend(args.backend, args.device, args.build_options or "", wait=wait,
+                           locked=not spread)  # with --devices, the workers lock theirs
     options = {"runs": args.runs, "tolerance": args.tolerance, "verify": not args.no_verify}
-    with backend, Store(args.db, backend.identity) as store:
-        print(f"measuring on {backend.device.name} ({backend.name}, driver "
-              f"{backend.device.driver}) into {args.db}", file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(backend)
+        campaign, where = run_campaign, f"{backend.device.name}"
+        if spread:
+            from kernelcast.tune.distributed import campaign_on, cluster
+
+            devices = spread_devices(backend.device, count)
+            client = stack.enter_context(cluster(devices=devices))
+            campaign = campaign_on(client, wait=wait)
+            where = (f"{len(devices)} × {backend.device.name} "
+                     f"({', '.join(d.instance for d in devices)})")
+        store = stack.enter_context(Store(args.db, backend.identity))
+        print(f"measuring on {where} ({backend.name}, driver {backend.device.driver}) "
+              f"into {args.db}", file=sys.stderr)
         if args.kernel:
             result = measure_kernel(build, params, backend, store, **options)
         else:
@@ -61,7 +103,12 @@ def measure(args) -> int:
             else:
                 chosen = pairs(args.p, integer, "--p")
             result = measure_suite(suite, backend, store, p=chosen, dtypes=args.dtype,
-                                   group_set=args.group_set, classes=classes, **options)
+                                   group_set=args.group_set, classes=classes,
+                                   campaign=campaign, **options)
+    if result.devices:
+        print("measured per device: " + ", ".join(f"{k} {v}" for k, v in
+                                                   sorted(result.devices.items())),
+              file=sys.stderr)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.statuses.items()))
     print(f"done: {result.measured} measured ({counts or 'none'}), "
           f"{result.skipped} already in {args.db}")
@@ -114,10 +161,33 @@ def model_params(args) -> dict:
 def calibrate(args) -> int:
     from kernelcast.workflow import calibrate as run
 
+    if getattr(args, "devices", None) is not None:
+        return _calibrate_devices(args)
     model, path = run(args.device, args.backend, args.db, args.profile, args.suite,
                       model=args.model, params=model_params(args), runs=args.runs,
                       tolerance=args.tolerance, wait=getattr(args, "wait", 0.0))
     _print_fit(model, path)
+    return 0
+
+
+def _calibrate_devices(args) -> int:
+    from kernelcast.measure.devices import find_device
+    from kernelcast.workflow import calibrate_devices
+
+    count = device_count(args.devices)
+    if args.db or args.profile:
+        raise UsageError("--devices writes a store and a profile per device, named after "
+                         "it: not with --db or --profile")
+    params = model_params(args)
+    devices = spread_devices(find_device(args.device, args.backend), count)
+    done = calibrate_devices(devices, args.backend, suite=args.suite, model=args.model,
+                             params=params, wait=getattr(args, "wait", 0.0),
+                             runs=args.runs, tolerance=args.tolerance)
+    for device, (store, profile, fit) in zip(devices, done, strict=True):
+        error = fit.get("training_geomean_rel_error")
+        quality = (f", training geometric-mean relative error {error:.1%}"
+                   if error is not None else "")
+        print(f"{device.instance}: profile written to {profile} (store {store}){quality}")
     return 0
 
 

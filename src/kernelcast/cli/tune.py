@@ -2,7 +2,10 @@
 the best few on the device into a store (resumable), and print the winner with the code
 that makes it (kernelcast.tune). ``--workers N`` and ``--scheduler ADDRESS`` spread the
 ranking and the measuring over a Dask cluster (kernelcast.tune.distributed);
-``add_arguments`` defines those flags."""
+``--devices all|N`` over one worker per device of this host (or, with ``--scheduler``,
+over the cluster's workers, each on a device of its own); ``add_arguments`` defines
+those flags. A profile calibrated on one device of several identical ones (``calibrate
+--devices``) ranks for that device: without ``--device``, tune runs there."""
 
 from __future__ import annotations
 
@@ -64,13 +67,37 @@ def _cluster_args(args) -> tuple[int, str | None, float]:
     return workers, scheduler, timeout
 
 
-def _cluster(workers: int, scheduler: str | None, timeout: float):
+def _cluster(workers: int, scheduler: str | None, timeout: float, devices=None):
     """A context giving a Dask client, or None where the work stays in this process."""
-    if scheduler is None and workers == 1:
+    if scheduler is None and workers == 1 and not devices:
         return contextlib.nullcontext()
     from kernelcast.tune.distributed import cluster
 
-    return cluster(workers, scheduler, timeout=timeout)
+    return cluster(workers, scheduler, timeout=timeout, devices=devices)
+
+
+def _device_for(model, device: str | None) -> str | None:
+    """--device, else the device a profile bound to one device was calibrated on."""
+    instance = getattr(model, "provenance_", {}).get("instance")
+    return device if device is not None or not instance else instance
+
+
+def _check_instance(model, info, spread: bool) -> None:
+    """Warn where the profile was calibrated on another device of *info*'s kind."""
+    import warnings
+
+    from kernelcast.errors import KernelcastWarning
+
+    prov = getattr(model, "provenance_", {})
+    instance = prov.get("instance")
+    if not instance or prov.get("device") != info.name:
+        return
+    if spread:
+        warnings.warn(f"the profile was calibrated on {instance} alone; it ranks for every "
+                      "device measured here", KernelcastWarning, stacklevel=2)
+    elif instance != info.instance:
+        warnings.warn(f"the profile was calibrated on {instance}, not on {info.instance}, "
+                      "where the variants are measured", KernelcastWarning, stacklevel=2)
 
 
 def _kernel(args):
@@ -132,8 +159,17 @@ def tune(args) -> int:
     from kernelcast.tune.tuner import tune as run
     from kernelcast.workflow import default_paths
 
+    from kernelcast.cli.measuring import device_count, spread_devices
+
     top = _top(args.measure_top)
     workers, scheduler, timeout = _cluster_args(args)
+    spread = getattr(args, "devices", None) is not None
+    count = device_count(getattr(args, "devices", None))
+    if spread and workers != 1:
+        raise UsageError("--devices makes one worker per device: not with --workers")
+    if spread and scheduler is not None and count is not None:
+        raise UsageError("with --scheduler, --devices all: each of the cluster's workers "
+                         "takes a device of its own")
     if not args.profile and not args.model:
         raise UsageError("give --profile P.json or --model hong-kim --hardware NAME")
     build, knl, params, stats = _kernel(args)  # bad input before the device is touched
@@ -141,10 +177,14 @@ def tune(args) -> int:
     model = _model(args)
     family = job_label(build, knl)
     wait = getattr(args, "wait", 0.0)
-    backend = make_backend(args.backend, args.device, wait=wait)
+    device = _device_for(model, args.device)
+    backend = make_backend(args.backend, device, wait=wait, locked=not spread)
+    _check_instance(model, backend.device, spread)
+    devices = (spread_devices(backend.device, count)
+               if spread and scheduler is None else None)
     # counted once per kernel and statistics, across runs and by every worker of a host
     properties = functools.partial(cached_properties, data_statistics=stats or None)
-    with backend, _cluster(workers, scheduler, timeout) as client:
+    with backend, _cluster(workers, scheduler, timeout, devices) as client:
         info = backend.device
         if space is None:
             space = default_space(knl, params, max_group_size=info.max_group_size)
@@ -156,6 +196,9 @@ def tune(args) -> int:
             db.parent.mkdir(parents=True, exist_ok=True)
         if client is None:
             where = ""
+        elif devices:
+            where = (f" on {len(devices)} devices ({', '.join(d.instance for d in devices)}),"
+                     " a worker each")
         elif scheduler is None:
             where = f" on {workers} local worker processes"
         else:
@@ -168,7 +211,7 @@ def tune(args) -> int:
             try:
                 result = run(build, params, space, model, backend, store, family=family,
                              top=top, properties=properties, rank_progress=counter,
-                             client=client, wait=wait)
+                             client=client, wait=wait, per_device=spread)
             finally:
                 counter.finish()
     doc = _document(args, family, params, info, backend, model, space, db, result, top)

@@ -91,7 +91,8 @@ class Dataset:
         """Where a model fitted on this dataset came from, for its profile."""
         return {"device": self.identity["device"], "driver": self.identity["driver"],
                 "backend": self.identity["backend"],
-                "compute_units": self.identity.get("compute_units"), "suite": self.suite,
+                "compute_units": self.identity.get("compute_units"),
+                "instance": self.identity.get("instance", ""), "suite": self.suite,
                 "suites": sorted(set(self.info.suite)) if len(self.info) else [],
                 "store": self.store, "cases": len(self)}
 
@@ -119,7 +120,8 @@ def load_dataset(store, suites: str | tuple[str, ...], *, suite: str | None = No
                           "dtype": r["dtype"], "params": r["params"], "status": r["status"]}
                          for r in rows])
     return Dataset([case_from_row(r) for r in rows], np.array([r["min_s"] for r in rows]),
-                   info, {**store.identity, "compute_units": store.compute_units},
+                   info, {**store.identity, "compute_units": store.compute_units,
+                    "instance": store.instance},
                    suite or suites[0],
                    timing_noise(rows, suites, statuses), str(store.path),
                    cache or PropertyCache())

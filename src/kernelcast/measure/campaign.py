@@ -106,6 +106,7 @@ class CampaignResult:
     skipped: int = 0
     statuses: dict = field(default_factory=dict)
     keys: dict = field(default_factory=dict)  # job name -> store key
+    devices: dict = field(default_factory=dict)  # instance -> rows measured (on workers)
 
     def count(self, status):
         self.statuses[status] = self.statuses.get(status, 0) + 1

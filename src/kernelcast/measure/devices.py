@@ -7,8 +7,19 @@ pyopencl bundles, which its loader reads anyway) and says so with a KernelcastWa
 must run before the first OpenCL platform query of the process; ``opencl_devices`` calls
 it.
 
+Every device has an ``instance``: which physical device it is, so that two identical GPUs
+of a host are told apart (each its own lock, store and profile) and an OpenCL and a CUDA
+view of one GPU are the same device. For NVIDIA GPUs it is the PCI address,
+``pci:DOMAIN:BUS:DEVICE`` in hexadecimal (the same from OpenCL's cl_nv_device_attribute_query
+and from CUDA); elsewhere ``#INDEX``, the position in its platform. ``--device`` matches it
+too, so ``--device pci:0000:1b`` picks one GPU.
+
+``siblings(device, backend)`` lists the devices identical to *device* (name, driver,
+compute units): those a measurement spread over several devices may use, in order of
+instance.
+
 Public names: DeviceInfo, opencl_devices, cuda_devices, list_devices, find_device,
-best_device, register_nvidia_opencl.
+best_device, siblings, find_instance, register_nvidia_opencl.
 """
 
 from __future__ import annotations
@@ -54,10 +65,17 @@ class DeviceInfo:
     max_alloc_bytes: int
     local_mem_bytes: int
     max_group_size: int
+    instance: str = ""  # which physical device: pci:DOMAIN:BUS:DEVICE, else #INDEX
 
     @property
     def label(self) -> str:
         return f"{self.backend}:{self.platform}:{self.name}"
+
+    @property
+    def lock_name(self) -> str:
+        """What its lock is named by: its name and instance (one lock per physical
+        device, whatever the backend)."""
+        return f"{self.name} {self.instance}" if self.instance else self.name
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +131,19 @@ def register_nvidia_opencl() -> str | None:
     return folder
 
 
+def pci_instance(domain: int, bus: int, device: int) -> str:
+    """A PCI address as an instance: pci:0000:1b:00."""
+    return f"pci:{domain:04x}:{bus:02x}:{device:02x}"
+
+
+def _opencl_instance(device, index: int) -> str:
+    try:  # cl_nv_device_attribute_query (NVIDIA's driver); others raise
+        return pci_instance(device.pci_domain_id_nv, device.pci_bus_id_nv,
+                            device.pci_slot_id_nv)
+    except Exception:  # noqa: BLE001 - pyopencl raises LogicError, AttributeError, ...
+        return f"#{index}"
+
+
 def _opencl_info(platform, index, device) -> DeviceInfo:
     import pyopencl as cl
 
@@ -123,7 +154,8 @@ def _opencl_info(platform, index, device) -> DeviceInfo:
         kind=cl.device_type.to_string(device.type), compute_units=device.max_compute_units,
         clock_mhz=device.max_clock_frequency, global_mem_bytes=device.global_mem_size,
         max_alloc_bytes=device.max_mem_alloc_size, local_mem_bytes=device.local_mem_size,
-        max_group_size=device.max_work_group_size)
+        max_group_size=device.max_work_group_size,
+        instance=_opencl_instance(device, index))
 
 
 def opencl_devices() -> list[DeviceInfo]:
@@ -162,7 +194,9 @@ def cuda_devices() -> list[DeviceInfo]:
             compute_units=props["multiProcessorCount"], clock_mhz=props["clockRate"] // 1000,
             global_mem_bytes=props["totalGlobalMem"], max_alloc_bytes=props["totalGlobalMem"],
             local_mem_bytes=props["sharedMemPerBlock"],
-            max_group_size=props["maxThreadsPerBlock"]))
+            max_group_size=props["maxThreadsPerBlock"],
+            instance=pci_instance(props.get("pciDomainID", 0), props.get("pciBusID", 0),
+                                  props.get("pciDeviceID", 0))))
     return devices
 
 
@@ -171,7 +205,7 @@ def list_devices() -> list[DeviceInfo]:
 
 
 def find_device(substring: str | None = None, backend: str = "opencl") -> DeviceInfo:
-    """The device of *backend* whose platform or name contains *substring*
+    """The device of *backend* whose platform, name or instance contains *substring*
     (case-insensitive); the best one when *substring* is None."""
     if backend == "cuda":
         try:
@@ -192,11 +226,37 @@ def find_device(substring: str | None = None, backend: str = "opencl") -> Device
     if substring is None:
         return best_device(devices, backend)
     matches = [d for d in devices
-               if substring.lower() in f"{d.platform} {d.name}".lower()]
+               if substring.lower() in f"{d.platform} {d.name} {d.instance}".lower()]
     if not matches:
-        known = "; ".join(f"{d.platform}: {d.name}" for d in devices) or "none"
+        known = "; ".join(f"{d.platform}: {d.name} ({d.instance})" for d in devices
+                          ) or "none"
         raise UsageError(f"no {backend} device matches {substring!r}; devices: {known}")
     return matches[0]
+
+
+def _devices(backend: str) -> list[DeviceInfo]:
+    return cuda_devices() if backend == "cuda" else opencl_devices()
+
+
+def siblings(device: DeviceInfo, backend: str | None = None) -> list[DeviceInfo]:
+    """The devices of *backend* (default: *device*'s) identical to *device* (name,
+    driver, compute units), *device* among them, in order of instance."""
+    same = [d for d in _devices(backend or device.backend)
+            if (d.name, d.driver, d.compute_units)
+            == (device.name, device.driver, device.compute_units)]
+    def order(d):
+        local = d.instance.startswith("#")
+        return (local, d.index if local else d.instance)
+
+    return sorted(same, key=order) or [device]
+
+
+def find_instance(instance: str, backend: str) -> DeviceInfo:
+    """The device of *backend* that is *instance*, else a KernelcastError."""
+    for d in _devices(backend):
+        if d.instance == instance:
+            return d
+    raise KernelcastError(f"no {backend} device is {instance} on this host")
 
 
 def best_device(devices: list[DeviceInfo], backend: str = "opencl") -> DeviceInfo:

@@ -9,7 +9,8 @@ which the holder writes into the lock file).
 The lock is ``fcntl.flock`` on a file in KERNELCAST_LOCK_DIR (default: kernelcast-locks in
 the system's temporary folder): the kernel releases it when the holder dies, even by
 SIGKILL, so a crashed campaign never leaves the device locked. Locks are keyed by device
-name, not backend: an OpenCL and a CUDA campaign on one GPU contend just the same. Within
+name and instance (kernelcast.measure.devices), not backend: an OpenCL and a CUDA campaign
+on one GPU contend just the same, and two identical GPUs of a host are locked apart. Within
 one process a device's lock is shared (counted), so a calibration that evaluates on the
 same device does not lock itself out.
 
@@ -60,10 +61,11 @@ def _holder(path: Path) -> str:
 
 
 class DeviceLock:
-    """The lock of the device named *device_name*; acquired on construction (waiting up to
-    *wait* seconds), released by release() or when the process ends."""
+    """The lock of *device* (a DeviceInfo, or a device's name); acquired on construction
+    (waiting up to *wait* seconds), released by release() or when the process ends."""
 
-    def __init__(self, device_name: str, wait: float = 0.0):
+    def __init__(self, device, wait: float = 0.0):
+        device_name = device if isinstance(device, str) else device.lock_name
         self.device_name, self.path = device_name, _path(device_name)
         key = str(self.path)
         if key in _held:

@@ -3,7 +3,11 @@ and a store that says so when it is damaged rather than serving wrong data.
 
 A store belongs to one device: its backend, device name and driver are written when it is
 created, and opening it for another device or driver is refused; the device's compute
-units are recorded with them. Rows are never updated or deleted (triggers enforce it);
+units are recorded with them. A store made for one physical device of several identical
+ones (kernelcast.measure.devices: its ``instance``, given in the identity when it is
+created) records that too and refuses the others: each GPU calibrated in its own right.
+A store made without one takes any instance of its device, as before. The instance is
+not part of a row's key. Rows are never updated or deleted (triggers enforce it);
 each has a unique key — a hash of the case name, generated code, build options, parameter
 values, device, driver and kernelcast version — so a campaign that is killed and resumed
 skips what it finished and duplicates nothing. A row whose key another process stored at
@@ -247,6 +251,12 @@ class Store:
             if self._columns != _columns(self.schema_version):
                 raise StoreError(f"{self.path} is damaged: its measurements table does not "
                                  f"have the columns of schema version {self.schema_version}")
+            if identity and identity.get("instance") and self.meta.get("instance") not in (
+                    None, identity["instance"]):
+                raise StoreMismatchError(
+                    f"{self.path} holds measurements of {self.meta['instance']}, another "
+                    f"{self.meta['device']} than this run's {identity['instance']}; "
+                    "use another --db for this device")
             if identity and identity.get("compute_units") and "compute_units" not in self.meta:
                 with self._failures(writing=True), self._conn:  # also for older stores
                     self._conn.execute("INSERT INTO meta VALUES ('compute_units', ?)",
@@ -364,6 +374,11 @@ class Store:
     @property
     def identity(self) -> dict:
         return {k: self.meta[k] for k in IDENTITY}
+
+    @property
+    def instance(self) -> str:
+        """The physical device the store is bound to ("": any of its kind)."""
+        return self.meta.get("instance", "")
 
     @property
     def schema_version(self) -> int:
@@ -508,7 +523,9 @@ def _create(path: Path, identity: dict) -> None:
                     conn.executemany(
                         "INSERT INTO meta VALUES (?, ?)",
                         [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
-                         *((k, identity[k]) for k in IDENTITY)])
+                         *((k, identity[k]) for k in IDENTITY),
+                         *([("instance", identity["instance"])]
+                           if identity.get("instance") else [])])
             finally:
                 conn.close()
             _fsync(temp)

@@ -3,7 +3,9 @@
 ``measure_suite`` measures the empty kernel's launch overhead first, then, for every class
 without a given p, the smallest allowed p whose smallest case runs at least that long, and
 then every case of the suite at those sizes, through kernelcast.measure.campaign (which
-resumes, checks references, and records failures as statuses).
+resumes, checks references, and records failures as statuses), or through *campaign*, a
+function called as run_campaign is (kernelcast.tune.distributed.campaign_on: spread over
+several devices).
 
 Public names: launch_overhead, choose_sizes, measure_suite.
 """
@@ -28,13 +30,14 @@ def _min_time(store, key) -> float | None:
     return row["min_s"] if row and row["min_s"] is not None and not row["damage"] else None
 
 
-def launch_overhead(backend, store, measured=None, **options) -> float:
+def launch_overhead(backend, store, measured=None, campaign=run_campaign, **options
+                    ) -> float:
     """§4.2: the run time of the smallest empty-kernel case (its key is added to the set
     *measured*)."""
     empty = MEASUREMENT.kernel_class("empty")
     case = next(empty.cases("measurement", min(empty.p_choices)))
     job = Job.from_case(case)
-    result = run_campaign([job], backend, store, **options)
+    result = campaign([job], backend, store, **options)
     if measured is not None:
         measured.add(result.keys[job.name])
     seconds = _min_time(store, result.keys[job.name])
@@ -44,7 +47,7 @@ def launch_overhead(backend, store, measured=None, **options) -> float:
 
 
 def choose_sizes(suite, backend, store, fixed: dict | None = None, measured=None,
-                 **options) -> dict:
+                 campaign=run_campaign, **options) -> dict:
     """The base exponent p of every class of *suite*: *fixed* where given, else §4.2's.
     The keys of the cases measured to choose them are added to the set *measured*."""
     chosen = dict(fixed or {})
@@ -52,11 +55,11 @@ def choose_sizes(suite, backend, store, fixed: dict | None = None, measured=None
     missing = [c for c in suite.classes if c.name not in chosen]
     if not missing:
         return chosen
-    overhead = launch_overhead(backend, store, measured, **options)
+    overhead = launch_overhead(backend, store, measured, campaign, **options)
     for kclass in missing:
         def smallest_time(p, kclass=kclass):
             job = Job.from_case(next(kclass.cases(suite.name, p)))
-            keys = run_campaign([job], backend, store, **options).keys
+            keys = campaign([job], backend, store, **options).keys
             measured.add(keys[job.name])
             return _min_time(store, keys[job.name])
         chosen[kclass.name] = choose_p(kclass, smallest_time, overhead)
@@ -64,7 +67,8 @@ def choose_sizes(suite, backend, store, fixed: dict | None = None, measured=None
 
 
 def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes=None,
-                  group_set=None, classes=None, progress=STDERR, **options):
+                  group_set=None, classes=None, progress=STDERR, campaign=run_campaign,
+                  **options):
     """Measure every case of *suite* (optionally only *classes*) into *store*."""
     if classes:
         suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
@@ -72,9 +76,10 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
     if progress is not None:
         print(f"suite {suite.name}:", file=progress)
     probes: set[str] = set()
-    sizes = choose_sizes(suite, backend, store, p, probes, progress=progress, **options)
+    sizes = choose_sizes(suite, backend, store, p, probes, campaign, progress=progress,
+                         **options)
     if progress is not None:
         print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
     cases = suite.cases(sizes, dtypes, group_set)
-    return run_campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
-                        **options)
+    return campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
+                    **options)

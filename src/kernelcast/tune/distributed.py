@@ -29,11 +29,26 @@ with the timing for the same cores, so there a worker holds the lock for the who
 and measurement is, correctly, no faster than without workers. A worker whose device is
 not the store's (another name, driver or number of compute units) is refused.
 
+**Several devices** (issue 26). ``cluster(devices=[...])`` starts one worker per device
+(kernelcast.measure.devices: identical devices of this host), each pinned to its device
+(``KERNELCAST_DEVICE_INSTANCE`` in its environment, and a Dask resource named by
+``device_resource``) and holding that device's own lock for as long as it lives.
+``measure(..., per_device=True)`` spreads the jobs over such workers, every device timing
+its own kernels at once; on a cluster reached with ``scheduler=``, each worker claims the
+first device of the store's kind on its host whose lock is free. Rows still come back to
+the caller's store. ``on_devices`` runs one function per device on that device's worker
+(a whole calibration: kernelcast.workflow.calibrate_devices). A worker that dies is
+restarted by its nanny (taking its device again) and Dask runs its unfinished tasks again
+on a live worker; rows are stored only when a task ends, and keys already stored are
+skipped, so a case is stored once however often its task ran.
+
 Jobs' ``build`` functions are pickled (by cloudpickle) to the workers: ship a kernel made
 once (``functools.partial(apply, knl, variant, space)``), not a user's FILE.py:FACTORY,
 which a worker may not be able to import.
 
-Public names: cluster, check_workers, check_address, map_chunks, measure, workers_of.
+Public names: cluster, check_workers, check_address, map_chunks, measure, campaign_on,
+on_devices,
+device_resource, workers_of, worker_pids, DEVICE_ENV.
 """
 
 from __future__ import annotations
@@ -42,8 +57,10 @@ import contextlib
 import fcntl
 import logging
 import math
+import os
 import re
 import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +69,8 @@ from kernelcast.measure.campaign import STDERR
 
 #: Seconds to wait for a scheduler to answer, and for it to have a worker.
 CONNECT_TIMEOUT = 10.0
+#: The environment variable naming the device (its instance) a worker is pinned to.
+DEVICE_ENV = "KERNELCAST_DEVICE_INSTANCE"
 
 _ADDRESS = re.compile(r"^(?:(?P<scheme>tcp|tls)://)?"
                       r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})$")
@@ -79,16 +98,40 @@ def check_address(text: str) -> str:
     return f"{match['scheme'] or 'tcp'}://{match['host']}:{int(match['port'])}"
 
 
+def device_resource(device) -> str:
+    """The Dask resource that the worker pinned to *device* (a DeviceInfo) offers."""
+    return "device-" + re.sub(r"[^A-Za-z0-9]+", "-", device.lock_name).strip("-").lower()
+
+
+def _device_cluster(devices):
+    """A local cluster of one worker (a nanny and its process) per device in *devices*."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    quiet = logging.CRITICAL
+    workers = {
+        f"device-{i}": {"cls": Nanny, "options": {
+            "nthreads": 1, "memory_limit": 0, "host": "127.0.0.1", "silence_logs": quiet,
+            "env": {DEVICE_ENV: d.instance}, "resources": {device_resource(d): 1}}}
+        for i, d in enumerate(devices)}
+    scheduler = {"cls": Scheduler, "options": {
+        "host": "127.0.0.1", "dashboard": False, "dashboard_address": "127.0.0.1:0"}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=quiet)
+
+
 @contextlib.contextmanager
 def cluster(workers: int = 1, scheduler: str | None = None, *,
-            timeout: float = CONNECT_TIMEOUT) -> Iterator:
+            timeout: float = CONNECT_TIMEOUT, devices=None) -> Iterator:
     """A ``distributed.Client``: of a new local cluster of *workers* processes (one thread
-    each), or of the scheduler at *scheduler*; what was started is closed at the end.
-    A scheduler that does not answer within *timeout* seconds, or has no worker by then,
-    or whose workers run another kernelcast or Loopy, is a KernelcastError."""
+    each), of one worker per device in *devices* (DeviceInfo of this host; *workers* is
+    then not used), or of the scheduler at *scheduler*; what was started is closed at the
+    end. A scheduler that does not answer within *timeout* seconds, or has no worker by
+    then, or whose workers run another kernelcast or Loopy, is a KernelcastError."""
     if scheduler is not None:
+        if devices:
+            raise UsageError("a cluster of one worker per device is made on this host: "
+                             "not with --scheduler")
         address = check_address(scheduler)
-    else:
+    elif not devices:
         workers = check_workers(workers)
     import dask
     from distributed import Client, LocalCluster
@@ -102,11 +145,15 @@ def cluster(workers: int = 1, scheduler: str | None = None, *,
                                                  False}))
             # no dashboard; the scheduler's HTTP server (Dask starts one anyway, on 8787
             # by default) on a free port of this host only
-            local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                 dashboard_address=None, silence_logs=logging.CRITICAL,
-                                 memory_limit=0, host="127.0.0.1",
-                                 scheduler_kwargs={"dashboard": False,
-                                                   "dashboard_address": "127.0.0.1:0"})
+            if devices:
+                local = _device_cluster(devices)
+            else:
+                local = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                     processes=True, dashboard_address=None,
+                                     silence_logs=logging.CRITICAL, memory_limit=0,
+                                     host="127.0.0.1",
+                                     scheduler_kwargs={"dashboard": False,
+                                                       "dashboard_address": "127.0.0.1:0"})
             stack.callback(local.close)
             client = Client(local)
             stack.callback(client.close)
@@ -155,6 +202,11 @@ def workers_of(client) -> int:
     """How many tasks *client*'s cluster runs at once (its workers' threads)."""
     info = client.scheduler_info(n_workers=-1)
     return max(1, sum(w.get("nthreads", 1) for w in info["workers"].values()))
+
+
+def worker_pids(client) -> dict[str, int]:
+    """The process id of each worker of *client*'s cluster, by address."""
+    return client.run(os.getpid)
 
 
 def _lost(err: BaseException) -> KernelcastError:
@@ -227,6 +279,7 @@ class _DeviceSpec:
     caller_holds_lock: bool
     wait: float
     exclusive: bool  # hold the lock for whole cases (a CPU device)
+    per_device: bool = False  # each worker holds a device of its own
 
 
 class _Busy(Exception):  # noqa: N818 - not a KernelcastError: the campaign must not record it
@@ -254,21 +307,21 @@ class _Rows:
 _backends: dict = {}  # per worker process: _DeviceSpec fields -> backend
 
 
-def _flock_path(device_name: str):
+def _flock_path(device):
     from kernelcast.measure.lock import _path
 
-    path = _path(device_name)
+    path = _path(device.lock_name)
     return path.with_name(path.stem + ".workers.lock")
 
 
 @contextlib.contextmanager
-def _device_turn(spec: _DeviceSpec):
-    """This worker's turn on the device: the lock its host's workers share (waited for as
-    long as it takes: a sibling holds it for one case), then, unless the caller holds it
-    on this host, the device's own lock (waited for as --wait says)."""
+def _device_turn(spec: _DeviceSpec, device):
+    """This worker's turn on *device* (a DeviceInfo): the lock its host's workers share
+    (waited for as long as it takes: a sibling holds it for one case), then, unless the
+    caller holds it on this host, the device's own lock (waited for as --wait says)."""
     from kernelcast.measure.lock import DeviceLock
 
-    path = _flock_path(spec.device)
+    path = _flock_path(device)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -277,7 +330,7 @@ def _device_turn(spec: _DeviceSpec):
                 yield
                 return
             try:
-                lock = DeviceLock(spec.device, spec.wait)
+                lock = DeviceLock(device, spec.wait)
             except DeviceBusyError as err:
                 raise _Busy(str(err)) from None
             try:
@@ -298,7 +351,9 @@ class _WorkerBackend:
         return getattr(self.inner, name)
 
     def _turn(self):
-        return contextlib.nullcontext() if self.spec.exclusive else _device_turn(self.spec)
+        if self.spec.exclusive or self.spec.per_device:
+            return contextlib.nullcontext()  # the case, or the worker, holds the device
+        return _device_turn(self.spec, self.inner.device)
 
     def run_once(self, *args, **kwargs):
         with self._turn():
@@ -309,16 +364,44 @@ class _WorkerBackend:
             return self.inner.time_case(*args, **kwargs)
 
 
+def _claim(spec: _DeviceSpec):
+    """(device, its lock) for a worker of *spec.per_device*: the device it is pinned to
+    (DEVICE_ENV), else the first device of the store's kind on this host whose lock is
+    free, waiting up to *spec.wait* seconds for one."""
+    from kernelcast.measure.devices import find_device, find_instance, siblings
+    from kernelcast.measure.lock import DeviceLock
+
+    pinned = os.environ.get(DEVICE_ENV)
+    if pinned:
+        info = find_instance(pinned, spec.backend)
+        try:
+            return info, DeviceLock(info, spec.wait)
+        except DeviceBusyError as err:
+            raise _Busy(str(err)) from None
+    candidates = siblings(find_device(spec.device, spec.backend))
+    deadline = time.monotonic() + spec.wait
+    while True:
+        for info in candidates:
+            with contextlib.suppress(DeviceBusyError):
+                return info, DeviceLock(info, 0.0)
+        if time.monotonic() >= deadline:
+            raise _Busy(f"every {spec.device} of {socket.gethostname()} is being measured "
+                        "by another campaign or worker")
+        time.sleep(0.5)
+
+
 def _worker_backend(spec: _DeviceSpec) -> _WorkerBackend:
     from kernelcast.measure.backends.isolated import IsolatedBackend
     from kernelcast.measure.devices import find_device
     from kernelcast.measure.store import IDENTITY
 
-    key = (spec.backend, spec.device, spec.build_options)
+    key = (spec.backend, spec.device, spec.build_options, spec.per_device)
     if key not in _backends:
-        info = find_device(spec.device, spec.backend)
-        # no lock here: taken around each timing (kernelcast.measure.lock)
-        _backends[key] = IsolatedBackend(spec.backend, info, spec.build_options, None)
+        if spec.per_device:  # held until the backend is closed, or the worker dies
+            info, lock = _claim(spec)
+        else:  # no lock here: taken around each timing (kernelcast.measure.lock)
+            info, lock = find_device(spec.device, spec.backend), None
+        _backends[key] = IsolatedBackend(spec.backend, info, spec.build_options, lock)
     backend = _backends[key]
     theirs, ours = backend.identity, spec.identity
     if any(theirs.get(k) != ours.get(k) for k in (*IDENTITY, "compute_units")):
@@ -346,18 +429,30 @@ def _measure_group(jobs, spec: _DeviceSpec, keys, options: dict) -> dict:
     """On a worker: run_campaign over *jobs* (one kernel) into a _Rows; what it stored."""
     from kernelcast.measure.campaign import run_campaign
 
-    backend = _worker_backend(spec)
     rows = _Rows(keys)
     try:
-        with _device_turn(spec) if spec.exclusive else contextlib.nullcontext():
+        backend = _worker_backend(spec)
+        turn = spec.exclusive and not spec.per_device
+        with _device_turn(spec, backend.device) if turn else contextlib.nullcontext():
             result = run_campaign(jobs, backend, rows, progress=None, **options)
     except _Busy as err:
         raise DeviceBusyError(str(err)) from None
-    return {"rows": rows.rows, "code": rows.code, "keys": result.keys}
+    return {"rows": rows.rows, "code": rows.code, "keys": result.keys,
+            "instance": backend.device.instance}
+
+
+def campaign_on(client, *, wait: float = 0.0, per_device: bool = True) -> Callable:
+    """A function called as run_campaign is (jobs, backend, store, **options) that
+    measures on *client*'s workers (``measure``): for measure_suite's *campaign*."""
+    def campaign(jobs, backend, store, **options):
+        return measure(client, jobs, backend, store, wait=wait, per_device=per_device,
+                       **options)
+    return campaign
 
 
 def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
-            overlap: bool | None = None, **options):
+            overlap: bool | None = None, per_device: bool = False, earlier=frozenset(),
+            **options):
     """Measure *jobs* on *client*'s workers into *store* (on this process), like
     kernelcast.measure.campaign.run_campaign (same keys, rows, *options* and progress
     lines: to stderr by default, none for None; see the module docstring). *backend* is
@@ -365,7 +460,10 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     lock say what workers use; it runs nothing here); *wait*: seconds a worker waits for
     a device lock held by another campaign. *overlap*: whether a worker generates and
     compiles code while another times (default: yes, except on a CPU device, where both
-    would compete for the cores it times on). Returns a CampaignResult."""
+    would compete for the cores it times on). *per_device*: each worker times on a device
+    of its own (see the module docstring); *backend* then must not hold a device's lock
+    (make_backend(..., locked=False)). Returns a CampaignResult, whose ``devices`` counts
+    the rows each device measured."""
     from distributed import as_completed
 
     from kernelcast.measure.campaign import CampaignResult, _Progress, progress_stream
@@ -377,7 +475,7 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     for job in unique.values():
         groups.setdefault(job.kernel_id, []).append(job)
     result = CampaignResult()
-    report = _Progress(len(unique), progress_stream(progress))
+    report = _Progress(len(unique), progress_stream(progress), frozenset(earlier))
     if not groups:
         return result
     if overlap is None:
@@ -385,7 +483,10 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     spec = _DeviceSpec(backend.name, backend.device.name, backend.build_options,
                        dict(backend.identity), socket.gethostname(),
                        getattr(backend, "lock", None) is not None, float(wait),
-                       exclusive=not overlap)
+                       exclusive=not overlap, per_device=per_device)
+    if per_device and spec.caller_holds_lock:
+        raise KernelcastError("measuring on every device: this process must not hold a "
+                              "device's lock (make_backend(..., locked=False))")
     lost = _cluster_errors()
     futures = []
     try:
@@ -407,6 +508,8 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
                 else:
                     result.measured += 1
                     result.count(row["status"])
+                    result.devices[out["instance"]] = result.devices.get(out["instance"],
+                                                                         0) + 1
                     report(job.name, row, key)
     except lost as err:
         raise _lost(err) from None
@@ -416,5 +519,37 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
         with contextlib.suppress(Exception):
             client.run(_close_backends)
     return result
+
+
+def on_devices(client, devices, function: Callable, *args,
+               poll: Callable[[], None] | None = None, every: float = 10.0) -> list:
+    """``function(*args)`` once per device of *devices* (DeviceInfo), each on the worker
+    pinned to it (a cluster made with ``cluster(devices=...)``), all at once; the results
+    in *devices*' order. *poll()* is called every *every* seconds while they run (to show
+    progress). A worker that dies is restarted and its call made again (so *function*
+    must resume, as a campaign into a store does); a lost cluster is a KernelcastError,
+    the function's own errors are raised as they are."""
+    from distributed import wait as wait_for
+
+    lost = _cluster_errors()
+    futures = []
+    try:
+        futures = [client.submit(function, *args, device, pure=False,
+                                 resources={device_resource(device): 1})
+                   for device in devices]
+        while True:
+            with contextlib.suppress(TimeoutError):
+                wait_for(futures, timeout=every)
+            if all(f.done() for f in futures):
+                break
+            if poll is not None:
+                poll()
+        return [f.result() for f in futures]
+    except lost as err:
+        raise _lost(err) from None
+    finally:
+        with contextlib.suppress(Exception):
+            client.cancel([f for f in futures if not f.done()])
+
 
 # }}}

@@ -151,7 +151,7 @@ def _rank_chunk(variants, *, knl, space, model, params, limits, properties) -> l
 def tune(build: Callable, params: Mapping[str, int], space: Space, model, backend, store,
          *, family: str, top: int = 5, properties: Callable | None = None,
          progress=None, rank_progress: Callable[[int, int], None] | None = None,
-         client=None, wait: float = 0.0) -> TuneResult:
+         client=None, wait: float = 0.0, per_device: bool = False) -> TuneResult:
     """Rank *space*'s variants of the kernel *build()* makes, and measure the *top* best
     on *backend* into *store*; see the module docstring. *rank_progress(done, total)*
     follows the ranking, *progress* the measuring campaign.
@@ -160,7 +160,7 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
     kernelcast.tune.distributed.measure): the workers get the kernel *build()* made here,
     never *build* itself; *backend* is then only this process's hold on the device (its
     lock) and the store's identity, and *wait* how long a worker elsewhere waits for its
-    device's lock."""
+    device's lock; with *per_device*, each worker measures on a device of its own."""
     from kernelcast.measure.campaign import Job, run_campaign
 
     info = backend.device
@@ -184,7 +184,8 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
     else:
         from kernelcast.tune.distributed import measure
 
-        measure(client, jobs, backend, store, verify=False, wait=wait, **options)
+        measure(client, jobs, backend, store, verify=False, wait=wait,
+                per_device=per_device, **options)
     result = TuneResult(ranked, skipped)
     rows = {row["case_name"]: row for row in store.rows()}
     for job in jobs:

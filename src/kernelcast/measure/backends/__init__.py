@@ -31,14 +31,17 @@ __all__ = ["Backend", "CompileError", "CudaBackend", "LaunchError", "OpenCLBacke
 
 
 def make_backend(backend: str = "opencl", device: str | None = None,
-                 build_options: str = "", *, isolated: bool = True, wait: float = 0.0):
+                 build_options: str = "", *, isolated: bool = True, wait: float = 0.0,
+                 locked: bool = True):
     """A backend on the device whose name contains *device* (the best one if None),
     holding the device's lock (waiting up to *wait* seconds for it) until closed; in a
-    worker process (kernelcast.measure.backends.isolated) unless *isolated* is False."""
+    worker process (kernelcast.measure.backends.isolated) unless *isolated* is False.
+    Without *locked*, no lock: for a process that only names the device to workers
+    that hold their own (kernelcast.tune.distributed)."""
     from kernelcast.measure.lock import DeviceLock
 
     info = find_device(device, backend)
-    lock = DeviceLock(info.name, wait)
+    lock = DeviceLock(info, wait) if locked else None
     try:
         if isolated:
             from kernelcast.measure.backends.isolated import IsolatedBackend
@@ -46,7 +49,8 @@ def make_backend(backend: str = "opencl", device: str | None = None,
             return IsolatedBackend(backend, info, build_options, lock)
         made = (CudaBackend if backend == "cuda" else OpenCLBackend)(info, build_options)
     except BaseException:
-        lock.release()
+        if lock is not None:
+            lock.release()
         raise
     made.lock = lock
     return made
