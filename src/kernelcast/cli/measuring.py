@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from kernelcast.cli.args import integer, pairs, sizes
-from kernelcast.errors import UsageError
+from kernelcast.errors import KernelcastError, UsageError
 
 
 def _measured_kernel(args):
@@ -49,6 +49,9 @@ def spread_devices(device, count: int | None) -> list:
     from kernelcast.measure.devices import siblings
 
     found = siblings(device)
+    if len({d.instance for d in found}) < len(found):
+        raise KernelcastError(f"the {len(found)} × {device.name} of this host cannot be told "
+                              f"apart (instances {', '.join(d.instance for d in found)})")
     if count is not None and count > len(found):
         raise UsageError(f"--devices {count}: this host has {len(found)} × {device.name} "
                          f"({', '.join(d.instance for d in found)})")

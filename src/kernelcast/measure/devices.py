@@ -144,6 +144,19 @@ def _opencl_instance(device, index: int) -> str:
         return f"#{index}"
 
 
+def _cuda_instance(cupy, index: int, props: dict) -> str:
+    """The PCI address of CUDA device *index* (cudaDeviceGetPCIBusId, else its
+    properties), else #INDEX."""
+    try:
+        domain, bus, rest = cupy.cuda.runtime.deviceGetPCIBusId(index).split(":")
+        return pci_instance(int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16))
+    except Exception:  # noqa: BLE001 - an old cupy, an odd string
+        if "pciBusID" in props:
+            return pci_instance(props.get("pciDomainID", 0), props["pciBusID"],
+                                props.get("pciDeviceID", 0))
+        return f"#{index}"
+
+
 def _opencl_info(platform, index, device) -> DeviceInfo:
     import pyopencl as cl
 
@@ -195,8 +208,7 @@ def cuda_devices() -> list[DeviceInfo]:
             global_mem_bytes=props["totalGlobalMem"], max_alloc_bytes=props["totalGlobalMem"],
             local_mem_bytes=props["sharedMemPerBlock"],
             max_group_size=props["maxThreadsPerBlock"],
-            instance=pci_instance(props.get("pciDomainID", 0), props.get("pciBusID", 0),
-                                  props.get("pciDeviceID", 0))))
+            instance=_cuda_instance(cupy, i, props)))
     return devices
 
 
