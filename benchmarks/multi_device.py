@@ -77,16 +77,20 @@ def _family_jobs(fam, device):
     return jobs
 
 
-class _Killer:
-    """A progress stream that kills one worker (SIGKILL) at its *after*-th line."""
+class _Rows:
+    """A progress stream that notes when each row arrives and, with *pid*, kills that
+    worker (SIGKILL) at the *after*-th row."""
 
-    def __init__(self, pid: int, after: int):
+    def __init__(self, pid: int | None = None, after: int = 0):
         self.pid, self.after, self.lines, self.killed_at = pid, after, 0, None
+        self.times: list[float] = []
 
     def write(self, text: str) -> None:
-        sys.stderr.write(text)
+        now = time.perf_counter()
+        for _ in range(text.count("\n")):
+            self.times.append(now)
         self.lines += text.count("\n")
-        if self.killed_at is None and self.lines >= self.after:
+        if self.pid and self.killed_at is None and self.lines >= self.after:
             os.kill(self.pid, signal.SIGKILL)
             self.killed_at = self.lines
             print(f"killed worker process {self.pid} after {self.lines} rows", flush=True)
@@ -113,12 +117,15 @@ def family(args) -> int:
             Store(args.db, backend.identity) as store:
         ready = time.perf_counter()
         pids = distributed.worker_pids(client)
-        progress = None
-        if args.kill_after:
-            progress = _Killer(sorted(pids.values())[-1], args.kill_after)
+        progress = _Rows(sorted(pids.values())[-1] if args.kill_after else None,
+                         args.kill_after)
         result = distributed.measure(client, jobs, backend, store, verify=False,
                                      per_device=True, progress=progress)
         measured = time.perf_counter() - ready
+        first = progress.times[0] - ready if progress.times else None
+        # rows a second once every device has started: the rate where measuring dominates
+        steady = ((len(progress.times) - 1) / (progress.times[-1] - progress.times[0])
+                  if len(progress.times) > 1 else None)
         after = distributed.worker_pids(client)
         names = [r["case_name"] for r in store.rows()]
     wanted = {j.name for j in jobs}
@@ -128,9 +135,10 @@ def family(args) -> int:
         "devices": [d.instance for d in devices], "cases": len(jobs),
         "measured": result.measured, "statuses": result.statuses,
         "rows_per_device": result.devices, "cluster_start_s": ready - started,
-        "measure_s": measured, "stored_twice": len(names) - len(set(names)),
+        "measure_s": measured, "first_row_s": first, "rows_per_s_after_first": steady,
+        "stored_twice": len(names) - len(set(names)),
         "missing": len(wanted - set(names)), "extra": len(set(names) - wanted),
-        "killed": None if progress is None else {
+        "killed": None if not args.kill_after else {
             "pid": progress.pid, "after_rows": progress.killed_at,
             "restarted": progress.pid not in after.values(),
             "workers_after": len(after)}}
@@ -187,7 +195,7 @@ def _measure_tests(settings: dict, device):
     store_path, _ = default_paths(device.name, settings["backend"], settings["model"],
                                   settings["root"], device.instance)
     suite = test_suite_of("measurement" if device.kind.endswith("GPU") else "measurement-cpu")
-    with make_backend(settings["backend"], device.instance) as backend, \
+    with make_backend(settings["backend"], device) as backend, \
             Store(store_path, {**backend.identity, "instance": device.instance}) as store:
         result = measure_suite(get_suite(suite), backend, store, progress=None)
     return result.measured

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kernelcast.cli import main
-from kernelcast.errors import DeviceBusyError, UsageError
+from kernelcast.errors import DeviceBusyError, KernelcastError, UsageError
 from kernelcast.measure.devices import DeviceInfo, find_device, pci_instance
 from kernelcast.measure.lock import DeviceLock
 from kernelcast.measure.store import Store, StoreMismatchError, measurement_key
@@ -102,6 +102,31 @@ def test_a_device_is_found_by_its_instance(pocl_device):
     assert found == pocl_device and found.instance == "#0"
     with pytest.raises(UsageError, match=r"no opencl device matches '#7'; devices: .*\(#0\)"):
         find_device("#7")
+
+
+def test_an_index_instance_is_looked_up_within_its_device_name(pocl_device, monkeypatch):
+    # #INDEX is a position in one platform: another platform's #1 is not this device's
+    from kernelcast.measure import devices
+
+    other = [dataclasses.replace(pocl_device, platform="Other", name="other CPU", index=i,
+                                 instance=f"#{i}") for i in range(2)]
+    mine = [dataclasses.replace(pocl_device, index=i, instance=f"#{i}") for i in range(2)]
+    monkeypatch.setattr(devices, "opencl_devices", lambda: other + mine)
+    assert devices.find_instance("#1", "opencl", pocl_device.name) == mine[1]
+    assert devices.find_instance("#1", "opencl") == other[1]  # no name: the first
+    assert devices.siblings(mine[1]) == mine
+    with pytest.raises(KernelcastError, match="no opencl device .* is #5"):
+        devices.find_instance("#5", "opencl", pocl_device.name)
+
+
+def test_long_device_names_keep_their_instance_in_the_lock(pocl_device):
+    long = dataclasses.replace(pocl_device, name="x" * 120)
+    first, second = (DeviceLock(dataclasses.replace(long, instance=i)) for i in ("#0", "#1"))
+    try:
+        assert first.path != second.path and len(first.path.name) < 110
+    finally:
+        first.release()
+        second.release()
 
 
 @pytest.fixture

@@ -120,7 +120,7 @@ def _calibrate_here(settings: dict, device) -> tuple[str, str, dict]:
     store, _ = default_paths(device.name, settings["backend"], settings["model"],
                              settings["root"], device.instance)
     with open(store.with_suffix(".log"), "a", encoding="utf-8") as log:
-        fitted, path = calibrate(device.instance, bind=True, progress=log, **settings)
+        fitted, path = calibrate(device, bind=True, progress=log, **settings)
     return fitted.provenance_["store"], str(path), fitted.fit_report_
 
 

@@ -94,11 +94,11 @@ def devices(args) -> int:
         return 0
     if found:
         print(f"{'backend':<7} {'kind':<10} {'name':<34} {'platform':<28} {'driver':<14} "
-              f"{'CUs':>4} {'MHz':>5} {'memory':>9} {'max group':>9}")
+              f"{'CUs':>4} {'MHz':>5} {'memory':>9} {'max group':>9}  instance")
     for d in found:
         print(f"{d.backend:<7} {d.kind:<10} {d.name[:34]:<34} {d.platform[:28]:<28} "
               f"{d.driver[:14]:<14} {d.compute_units:>4} {d.clock_mhz:>5} "
-              f"{d.global_mem_bytes / 2**30:>6.1f} GiB {d.max_group_size:>9}")
+              f"{d.global_mem_bytes / 2**30:>6.1f} GiB {d.max_group_size:>9}  {d.instance}")
     for backend, why in absent.items():
         print(f"{'OpenCL' if backend == 'opencl' else 'CUDA'}: not available ({why})")
     return 0

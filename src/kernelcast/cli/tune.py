@@ -76,10 +76,18 @@ def _cluster(workers: int, scheduler: str | None, timeout: float, devices=None):
     return cluster(workers, scheduler, timeout=timeout, devices=devices)
 
 
-def _device_for(model, device: str | None) -> str | None:
-    """--device, else the device a profile bound to one device was calibrated on."""
-    instance = getattr(model, "provenance_", {}).get("instance")
-    return device if device is not None or not instance else instance
+def _device_for(model, device: str | None, backend: str):
+    """--device, else the device (a DeviceInfo) a profile bound to one device was
+    calibrated on, where this host has it."""
+    from kernelcast.measure.devices import find_instance
+
+    prov = getattr(model, "provenance_", {})
+    if device is not None or not prov.get("instance"):
+        return device
+    try:
+        return find_instance(prov["instance"], backend, prov.get("device"))
+    except KernelcastError:  # calibrated on another host: _check_instance says so
+        return None
 
 
 def _check_instance(model, info, spread: bool) -> None:
@@ -177,7 +185,7 @@ def tune(args) -> int:
     model = _model(args)
     family = job_label(build, knl)
     wait = getattr(args, "wait", 0.0)
-    device = _device_for(model, args.device)
+    device = _device_for(model, args.device, args.backend)
     backend = make_backend(args.backend, device, wait=wait, locked=not spread)
     _check_instance(model, backend.device, spread)
     devices = (spread_devices(backend.device, count)

@@ -263,12 +263,14 @@ def siblings(device: DeviceInfo, backend: str | None = None) -> list[DeviceInfo]
     return sorted(same, key=order) or [device]
 
 
-def find_instance(instance: str, backend: str) -> DeviceInfo:
-    """The device of *backend* that is *instance*, else a KernelcastError."""
+def find_instance(instance: str, backend: str, name: str | None = None) -> DeviceInfo:
+    """The device of *backend* that is *instance* (and named *name*, where given: #INDEX
+    is an index within one platform), else a KernelcastError."""
     for d in _devices(backend):
-        if d.instance == instance:
+        if d.instance == instance and name in (None, d.name):
             return d
-    raise KernelcastError(f"no {backend} device is {instance} on this host")
+    named = f" {name}" if name else ""
+    raise KernelcastError(f"no {backend} device{named} is {instance} on this host")
 
 
 def best_device(devices: list[DeviceInfo], backend: str = "opencl") -> DeviceInfo:

@@ -20,6 +20,7 @@ Public names: DeviceLock, lock_dir.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -39,7 +40,9 @@ def lock_dir() -> Path:
 
 
 def _path(device_name: str) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", device_name).strip("_")[:100] or "device"
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "_", device_name).strip("_") or "device"
+    if len(slug) > 100:  # shortened, but never two devices onto one file
+        slug = slug[:80] + "-" + hashlib.sha256(device_name.encode()).hexdigest()[:16]
     return lock_dir() / f"{slug}.lock"
 
 

@@ -373,7 +373,7 @@ def _claim(spec: _DeviceSpec):
 
     pinned = os.environ.get(DEVICE_ENV)
     if pinned:
-        info = find_instance(pinned, spec.backend)
+        info = find_instance(pinned, spec.backend, spec.device)
         try:
             return info, DeviceLock(info, spec.wait)
         except DeviceBusyError as err:

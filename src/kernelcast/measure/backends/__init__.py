@@ -24,7 +24,7 @@ from kernelcast.measure.backends.base import (
 )
 from kernelcast.measure.backends.cuda import CudaBackend
 from kernelcast.measure.backends.opencl import OpenCLBackend
-from kernelcast.measure.devices import find_device
+from kernelcast.measure.devices import DeviceInfo, find_device, find_instance
 
 __all__ = ["Backend", "CompileError", "CudaBackend", "LaunchError", "OpenCLBackend",
            "OutOfMemory", "check_fits", "make_backend"]
@@ -33,14 +33,18 @@ __all__ = ["Backend", "CompileError", "CudaBackend", "LaunchError", "OpenCLBacke
 def make_backend(backend: str = "opencl", device: str | None = None,
                  build_options: str = "", *, isolated: bool = True, wait: float = 0.0,
                  locked: bool = True):
-    """A backend on the device whose name contains *device* (the best one if None),
+    """A backend on the device whose name contains *device* (the best one if None; a
+    DeviceInfo: that device),
     holding the device's lock (waiting up to *wait* seconds for it) until closed; in a
     worker process (kernelcast.measure.backends.isolated) unless *isolated* is False.
     Without *locked*, no lock: for a process that only names the device to workers
     that hold their own (kernelcast.tune.distributed)."""
     from kernelcast.measure.lock import DeviceLock
 
-    info = find_device(device, backend)
+    if isinstance(device, DeviceInfo):  # that very device (#INDEX is per platform)
+        info = find_instance(device.instance, backend, device.name)
+    else:
+        info = find_device(device, backend)
     lock = DeviceLock(info, wait) if locked else None
     try:
         if isolated:
