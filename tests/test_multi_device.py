@@ -495,3 +495,54 @@ def test_tune_on_another_device_than_its_profiles_warns_in_one_line(calibration,
     assert not _warnings(same.stderr)
 
 # }}}
+
+
+# {{{ what two H100s of one host gave (data/h100x2, benchmarks/multi_device.py)
+
+GPU_DATA = Path(__file__).resolve().parent.parent / "data" / "h100x2"
+H100S = ("pci:0000:00:06", "pci:0000:00:07")
+
+
+def _unpacked(path: Path, folder: Path) -> Path:
+    import lzma
+
+    out = folder / path.name.removesuffix(".xz")
+    out.write_bytes(lzma.open(path).read())
+    return out
+
+
+def test_each_h100s_profile_and_store_are_bound_to_it(tmp_path):
+    calibration = GPU_DATA / "calibration"
+    for instance, other in (H100S, H100S[::-1]):
+        stem = f"nvidia-h100-80gb-hbm3-cuda-{instance.replace(':', '-')}"
+        model = load_profile(calibration / f"{stem}-extended.json")
+        assert model.provenance_["instance"] == instance
+        db = _unpacked(calibration / f"{stem}.sqlite.xz", tmp_path)
+        with Store(db) as store:
+            assert store.instance == instance
+            identity = {**store.identity, "compute_units": store.compute_units}
+            suites = {r["suite"] for r in store.rows()}
+        assert suites == {"measurement", "extension", "test"}
+        with pytest.raises(StoreMismatchError, match=f"holds measurements of {instance}"):
+            Store(db, {**identity, "instance": other})
+
+
+def test_the_killed_worker_run_stored_every_variant_once(tmp_path):
+    # measured on two H100s while one worker was killed (SIGKILL) after 60 rows
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.space import invalid, variant_key
+
+    fam = FAMILIES["stencil2d"]
+    valid = {f"stencil2d/{variant_key(v)}" for v in fam.space.variants()
+             if not invalid(v, fam.space, max_group_size=1024)}
+    db = _unpacked(GPU_DATA / "stencil2d-killed-worker-cuda.sqlite.xz", tmp_path)
+    with Store(db) as store:
+        names = [r["case_name"] for r in store.rows()]
+        statuses = {r["status"] for r in store.rows()}
+    assert len(names) == len(set(names)) == len(valid) and set(names) == valid
+    assert statuses == {"ok"}
+    record = next(r for r in json.loads((GPU_DATA / "multi-device.json").read_text())["records"]
+                  if r.get("killed"))
+    assert record["killed"]["restarted"] and record["measured"] == len(valid)
+
+# }}}
