@@ -323,6 +323,52 @@ def test_a_worker_killed_mid_campaign_is_restarted_and_nothing_is_lost_or_double
     assert out["pinned"] == ["#0", "#1"]
     assert len(_rows(tmp_path / "k.sqlite")) == 12
 
+CLAIM = textwrap.dedent('''
+    import functools, json, sys
+
+    from kernelcast.measure.backends import make_backend
+    from kernelcast.measure.campaign import Job
+    from kernelcast.measure.devices import siblings
+    from kernelcast.measure.lock import DeviceLock
+    from kernelcast.measure.store import Store
+    from kernelcast.tune import distributed
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.space import apply, variant_key
+
+
+    def main(db):
+        fam = FAMILIES["axpy"]
+        knl = fam.build()
+        jobs = []
+        for v in list(fam.space.variants())[:6]:
+            name = f"axpy/{variant_key(v)}"
+            jobs.append(Job(name, name, functools.partial(apply, knl, v, fam.space),
+                            dict(fam.check_params)))
+        backend = make_backend("opencl", "pthread", locked=False)
+        first, second = siblings(backend.device)
+        held = DeviceLock(first)  # another campaign on #0: the worker must take #1
+        with distributed.cluster(workers=1) as client, Store(db, backend.identity) as store:
+            result = distributed.measure(client, jobs, backend, store, verify=False,
+                                         per_device=True, progress=None, runs=6,
+                                         tolerance=1.0)
+        held.release()
+        print(json.dumps({"devices": result.devices, "measured": result.measured,
+                          "free": second.instance}))
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+''')
+
+
+def test_workers_not_pinned_to_a_device_take_a_free_one(two_devices, tmp_path):
+    # what workers of a running cluster (--scheduler) do with --devices all
+    (tmp_path / "claim.py").write_text(CLAIM)
+    done, _ = _python("claim.py", "c.sqlite", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["free"] == "#1" and out["devices"] == {"#1": 6} and out["measured"] == 6
+
 # }}}
 
 

@@ -32,7 +32,8 @@ not the store's (another name, driver or number of compute units) is refused.
 **Several devices** (issue 26). ``cluster(devices=[...])`` starts one worker per device
 (kernelcast.measure.devices: identical devices of this host), each pinned to its device
 (``KERNELCAST_DEVICE_INSTANCE`` in its environment, and a Dask resource named by
-``device_resource``) and holding that device's own lock for as long as it lives.
+``device_resource``) and holding that device's own lock while it measures (from its
+first case to the end of the ``measure`` call, or for a whole calibration).
 ``measure(..., per_device=True)`` spreads the jobs over such workers, every device timing
 its own kernels at once; on a cluster reached with ``scheduler=``, each worker claims the
 first device of the store's kind on its host whose lock is free. Rows still come back to
