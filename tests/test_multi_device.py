@@ -29,7 +29,7 @@ from kernelcast.measure.store import Store, StoreMismatchError, measurement_key
 from kernelcast.profile import load_profile, save_profile
 from kernelcast.suites.paper import MEASUREMENT_CPU
 from kernelcast.workflow import default_paths, fit_store
-from test_isolation import HOLDER  # a process holding a device's lock
+from test_isolation import holder  # noqa: F401 - a process holding PoCL's lock
 from test_tune_cli import FACTORY, SPACE  # the small product kernel and its space
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -129,17 +129,6 @@ def test_long_device_names_keep_their_instance_in_the_lock(pocl_device):
         second.release()
 
 
-@pytest.fixture
-def holder(pocl_device):
-    """Another process holding the lock of PoCL's device #0."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, pocl_device.lock_name],
-                               stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline().strip() == "holding"
-    yield process
-    process.kill()
-    process.wait()
-
-
 def test_identical_devices_are_locked_apart(holder, pocl_device):
     other = dataclasses.replace(pocl_device, instance="#1")  # the same device, another one
     lock = DeviceLock(other)  # not contended by the holder of #0
@@ -237,16 +226,33 @@ def test_measure_devices_with_one_kernel_is_a_usage_error(tmp_path, capsys):
 
 # {{{ a worker killed mid-campaign
 
-KILL = textwrap.dedent('''
-    import functools, json, os, signal, sys
+AXPY_JOBS = textwrap.dedent('''
+    import functools
+
+    from kernelcast.measure.campaign import Job
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.space import apply, variant_key
+
+
+    def axpy_jobs(count):
+        """Jobs for the first *count* variants of axpy's space, at its small sizes."""
+        fam = FAMILIES["axpy"]
+        knl = fam.build()
+        jobs = []
+        for v in list(fam.space.variants())[:count]:
+            name = f"axpy/{variant_key(v)}"
+            jobs.append(Job(name, name, functools.partial(apply, knl, v, fam.space),
+                            dict(fam.check_params)))
+        return jobs
+''')
+
+KILL = AXPY_JOBS + textwrap.dedent('''
+    import json, os, signal, sys
 
     from kernelcast.measure.backends import make_backend
-    from kernelcast.measure.campaign import Job
     from kernelcast.measure.devices import siblings
     from kernelcast.measure.store import Store
     from kernelcast.tune import distributed
-    from kernelcast.tune.families import FAMILIES
-    from kernelcast.tune.space import apply, variant_key
 
 
     class Killer:
@@ -270,13 +276,7 @@ KILL = textwrap.dedent('''
 
 
     def main(db):
-        fam = FAMILIES["axpy"]
-        knl = fam.build()
-        jobs = []
-        for v in list(fam.space.variants())[:12]:
-            name = f"axpy/{variant_key(v)}"
-            jobs.append(Job(name, name, functools.partial(apply, knl, v, fam.space),
-                            dict(fam.check_params)))
+        jobs = axpy_jobs(12)
         backend = make_backend("opencl", "pthread", locked=False)
         devices = siblings(backend.device)
         with distributed.cluster(devices=devices) as client, \\
@@ -323,27 +323,18 @@ def test_a_worker_killed_mid_campaign_is_restarted_and_nothing_is_lost_or_double
     assert out["pinned"] == ["#0", "#1"]
     assert len(_rows(tmp_path / "k.sqlite")) == 12
 
-CLAIM = textwrap.dedent('''
-    import functools, json, sys
+CLAIM = AXPY_JOBS + textwrap.dedent('''
+    import json, sys
 
     from kernelcast.measure.backends import make_backend
-    from kernelcast.measure.campaign import Job
     from kernelcast.measure.devices import siblings
     from kernelcast.measure.lock import DeviceLock
     from kernelcast.measure.store import Store
     from kernelcast.tune import distributed
-    from kernelcast.tune.families import FAMILIES
-    from kernelcast.tune.space import apply, variant_key
 
 
     def main(db):
-        fam = FAMILIES["axpy"]
-        knl = fam.build()
-        jobs = []
-        for v in list(fam.space.variants())[:6]:
-            name = f"axpy/{variant_key(v)}"
-            jobs.append(Job(name, name, functools.partial(apply, knl, v, fam.space),
-                            dict(fam.check_params)))
+        jobs = axpy_jobs(6)
         backend = make_backend("opencl", "pthread", locked=False)
         first, second = siblings(backend.device)
         held = DeviceLock(first)  # another campaign on #0: the worker must take #1
