@@ -159,6 +159,9 @@ def calibrate(args) -> int:
     done = calibrate_devices(devices, args.backend, model=args.model, root=args.root)
     seconds = time.perf_counter() - started
     per_device = []
+    for outcome in done:
+        if isinstance(outcome, BaseException):
+            raise outcome
     for d, (store_path, profile, fit) in zip(devices, done, strict=True):
         from kernelcast.measure.store import Store
 

@@ -428,6 +428,35 @@ def test_calibrate_devices_makes_a_store_and_a_profile_bound_to_each_device(
     assert seconds < calibration.seconds / 2, (seconds, calibration.seconds)
 
 
+HOLD_FIRST = textwrap.dedent('''
+    import time
+    from kernelcast.measure.devices import find_device
+    from kernelcast.measure.lock import DeviceLock
+
+    lock = DeviceLock(find_device("#0"))
+    print("holding", flush=True)
+    time.sleep(600)
+''')
+
+
+def test_one_busy_device_does_not_stop_the_others_calibration(calibration):
+    # #0 held by another campaign: #1 is calibrated (here: resumed), #0 named in one line
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FIRST], env=_env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        done, _ = _kernelcast("calibrate", "--devices", "all", "--device", "pthread", *FAST,
+                              cwd=calibration.folder, timeout=600)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stdout.startswith("#1: profile written to") and "#0" not in done.stdout
+    errors = [line for line in done.stderr.splitlines() if line.startswith("kernelcast:")]
+    assert errors == [next(e for e in errors if e.startswith("kernelcast: error: #0: "))]
+    assert f"is being measured by process {holder.pid}" in errors[0]
+
+
 def test_a_profile_fitted_from_a_bound_store_keeps_its_instance(calibration, tmp_path):
     store, _ = calibration.paths("#1")
     model = fit_store(store, "paper", "measurement-cpu")

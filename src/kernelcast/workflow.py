@@ -127,12 +127,13 @@ def _calibrate_here(settings: dict, device) -> tuple[str, str, dict]:
 def calibrate_devices(devices, backend: str = "opencl", *, suite: str | None = None,
                       model: str | None = None, params: dict | None = None,
                       wait: float = 0.0, root="kernelcast-data", progress=None,
-                      **options) -> list[tuple[str, str, dict]]:
+                      **options) -> list:
     """Calibrate every device of *devices* (identical DeviceInfo of this host) at once, each
     in its own right, on a local cluster of one worker per device; *progress* (default:
     stderr; False: none) gets a line of rows stored per device every 10 s. Returns (store,
-    profile, fit report) per device; each device's progress lines are in a log beside its
-    store. A rerun resumes each device's store."""
+    profile, fit report) per device, or the KernelcastError that stopped that device (the
+    others are calibrated all the same); each device's progress lines are in a log beside
+    its store. A rerun resumes each device's store."""
     from kernelcast.measure.campaign import STDERR, progress_stream
     from kernelcast.tune.distributed import cluster, on_devices
 

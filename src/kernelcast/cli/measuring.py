@@ -186,11 +186,25 @@ def _calibrate_devices(args) -> int:
     done = calibrate_devices(devices, args.backend, suite=args.suite, model=args.model,
                              params=params, wait=getattr(args, "wait", 0.0),
                              runs=args.runs, tolerance=args.tolerance)
-    for device, (store, profile, fit) in zip(devices, done, strict=True):
+    failed = []
+    for device, outcome in zip(devices, done, strict=True):
+        if isinstance(outcome, BaseException):
+            failed.append((device, outcome))
+            continue
+        store, profile, fit = outcome
         error = fit.get("training_geomean_rel_error")
         quality = (f", training geometric-mean relative error {error:.1%}"
                    if error is not None else "")
         print(f"{device.instance}: profile written to {profile} (store {store}){quality}")
+    for device, err in failed:
+        if not isinstance(err, KernelcastError):
+            raise err  # a bug: the traceback goes with it (--debug)
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"kernelcast: error: {device.instance}: {message}", file=sys.stderr)
+    if failed:  # a usage error on every device (a bad --suite) stays one
+        if len(failed) == len(devices) and all(isinstance(e, UsageError) for _, e in failed):
+            return 2
+        return 1
     return 0
 
 

@@ -524,12 +524,14 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
 
 def on_devices(client, devices, function: Callable, *args,
                poll: Callable[[], None] | None = None, every: float = 10.0) -> list:
-    """``function(*args)`` once per device of *devices* (DeviceInfo), each on the worker
-    pinned to it (a cluster made with ``cluster(devices=...)``), all at once; the results
-    in *devices*' order. *poll()* is called every *every* seconds while they run (to show
-    progress). A worker that dies is restarted and its call made again (so *function*
-    must resume, as a campaign into a store does); a lost cluster is a KernelcastError,
-    the function's own errors are raised as they are."""
+    """``function(*args, device)`` once per device of *devices* (DeviceInfo), each on the
+    worker pinned to it (a cluster made with ``cluster(devices=...)``), all at once; the
+    results in *devices*' order, where a device's call failed its exception instead (the
+    others run to their end: one busy GPU does not stop the rest). *poll()* is called every
+    *every* seconds while they run (to show progress). A worker that dies is restarted and
+    its call made again (so *function* must resume, as a campaign into a store does); a
+    call whose workers died again and again, or a lost cluster, is a KernelcastError in
+    its place."""
     from distributed import wait as wait_for
 
     lost = _cluster_errors()
@@ -545,7 +547,12 @@ def on_devices(client, devices, function: Callable, *args,
                 break
             if poll is not None:
                 poll()
-        return [f.result() for f in futures]
+        results = []
+        for f in futures:
+            err = f.exception()
+            results.append(f.result() if err is None
+                           else _lost(err) if isinstance(err, lost) else err)
+        return results
     except lost as err:
         raise _lost(err) from None
     finally:
