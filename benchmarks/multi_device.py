@@ -14,6 +14,12 @@ of identical GPUs differ.
   compare (anywhere): the profiles of identical GPUs side by side: their weights, their
       predictions on the test cases of the first GPU, and their errors on their own.
 
+The GPU machine has no package registry and its image lacks Dask and Lark: prepare the
+wheels that travel there with ``../shared/device/prepare.sh $(cat
+benchmarks/device-requirements.txt)``. It sends back only a few files of $OUT: pack them
+into one archive. Warm the caches of compiled code (run a family once) before timing, or
+the first run pays for compiling and the comparison is with the caches, not the GPUs.
+
 Run:  python benchmarks/multi_device.py family --family stencil2d --devices 2 --db S
           --record R.json [--kill-after 60] [--backend cuda]
       python benchmarks/multi_device.py calibrate --devices 2 --root DIR --record R.json

@@ -48,8 +48,7 @@ once (``functools.partial(apply, knl, variant, space)``), not a user's FILE.py:F
 which a worker may not be able to import.
 
 Public names: cluster, check_workers, check_address, map_chunks, measure, campaign_on,
-on_devices,
-device_resource, workers_of, worker_pids, DEVICE_ENV.
+on_devices, device_resource, workers_of, worker_pids, DEVICE_ENV.
 """
 
 from __future__ import annotations
