@@ -213,6 +213,36 @@ def test_measure_spreads_a_suite_over_both_devices_into_one_store(two_devices, t
     assert len(_rows(tmp_path / "m.sqlite")) == 24
 
 
+ON_A_SCHEDULER = textwrap.dedent('''
+    import sys
+
+    from kernelcast.cli import main
+    from kernelcast.tune import distributed
+
+    if __name__ == "__main__":
+        with distributed.cluster(workers=2) as client:  # a running cluster's two workers
+            sys.exit(main(["measure", *sys.argv[1:], "--scheduler",
+                           client.scheduler.address]))
+''')
+
+
+def test_measure_on_a_running_cluster_gives_each_worker_a_device(two_devices, tmp_path):
+    (tmp_path / "remote.py").write_text(ON_A_SCHEDULER)
+    argv = ("--suite", "measurement-cpu", "--classes", "scale_add", "--p", "scale_add=12",
+            "--devices", "all", "--device", "pthread", "--db", "m.sqlite", *FAST)
+    done, _ = _python("remote.py", *argv, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "on the workers of tcp://127.0.0.1:" in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("measured per device:")]
+    counts = dict(re.findall(r"(#\d) (\d+)", line))
+    assert set(counts) <= {"#0", "#1"} and sum(map(int, counts.values())) == 24
+    assert len({r["case_name"] for r in _rows(tmp_path / "m.sqlite")}) == 24
+    # a number of devices is this host's to give, not a running cluster's
+    done, _ = _python("remote.py", *argv[:-len(FAST) - 4], "--devices", "2", "--db", "n.db",
+                      cwd=tmp_path)
+    assert done.returncode == 2 and "with --scheduler, --devices all" in done.stderr
+
+
 def test_measure_devices_with_one_kernel_is_a_usage_error(tmp_path, capsys):
     db = tmp_path / "m.sqlite"
     status = main(["measure", "--kernel", "k.py:build", "--devices", "all", "--db", str(db)])

@@ -179,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true",
                    help="skip checking suite kernels against their references")
     _devices(p, "spread --suite's cases over several devices (rows into the one --db)")
+    tune.add_scheduler_arguments(p, "measure --suite's cases")
     p.set_defaults(run=measuring.measure)
 
     model_help = f"the model ({described})"

@@ -65,13 +65,19 @@ def measure(args) -> int:
     from kernelcast.measure.campaign import measure_kernel, run_campaign
     from kernelcast.measure.store import Store
 
+    from kernelcast.cli.tune import cluster_args, cluster_context
+
     if bool(args.kernel) == bool(args.suite):
         raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")
     spread = getattr(args, "devices", None) is not None
     count = device_count(getattr(args, "devices", None))
-    if spread and args.kernel:
-        raise UsageError("--devices spreads a suite's cases; one --kernel runs on one "
-                         "device")
+    workers, scheduler, timeout = cluster_args(args)
+    if (spread or scheduler is not None) and args.kernel:
+        raise UsageError(f"{'--devices' if spread else '--scheduler'} spreads a suite's "
+                         "cases; one --kernel runs on one device")
+    if spread and scheduler is not None and count is not None:
+        raise UsageError("with --scheduler, --devices all: each of the cluster's workers "
+                         "takes a device of its own")
     if args.kernel:  # checked before a store is opened
         build, params = _measured_kernel(args)
     wait = getattr(args, "wait", 0.0)
@@ -81,14 +87,19 @@ def measure(args) -> int:
     with contextlib.ExitStack() as stack:
         stack.enter_context(backend)
         campaign, where = run_campaign, f"{backend.device.name}"
-        if spread:
-            from kernelcast.tune.distributed import campaign_on, cluster
+        devices = (spread_devices(backend.device, count)
+                   if spread and scheduler is None else None)
+        client = stack.enter_context(cluster_context(workers, scheduler, timeout, devices))
+        if client is not None:
+            from kernelcast.tune.distributed import campaign_on
 
-            devices = spread_devices(backend.device, count)
-            client = stack.enter_context(cluster(devices=devices))
-            campaign = campaign_on(client, wait=wait)
+            campaign = campaign_on(client, wait=wait, per_device=spread)
+        if devices:
             where = (f"{len(devices)} × {backend.device.name} "
                      f"({', '.join(d.instance for d in devices)})")
+        elif scheduler is not None:
+            where = (f"{backend.device.name} on the workers of {scheduler}"
+                     + (", each on a device of its own" if spread else ""))
         store = stack.enter_context(Store(args.db, backend.identity))
         print(f"measuring on {where} ({backend.name}, driver {backend.device.driver}) "
               f"into {args.db}", file=sys.stderr)

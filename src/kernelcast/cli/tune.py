@@ -4,7 +4,8 @@ that makes it (kernelcast.tune). ``--workers N`` and ``--scheduler ADDRESS`` spr
 ranking and the measuring over a Dask cluster (kernelcast.tune.distributed);
 ``--devices all|N`` over one worker per device of this host (or, with ``--scheduler``,
 over the cluster's workers, each on a device of its own); ``add_arguments`` defines
-those flags. A profile calibrated on one device of several identical ones (``calibrate
+those flags, ``cluster_args`` checks them and ``cluster_context`` makes the cluster
+(measure uses them too). A profile calibrated on one device of several identical ones (``calibrate
 --devices``) ranks for that device: without ``--device``, tune runs there."""
 
 from __future__ import annotations
@@ -36,16 +37,21 @@ def add_arguments(p) -> None:
                    help="rank and measure on a local Dask cluster of N worker processes "
                         "(default 1: in this process, no cluster); on one device the "
                         "workers time one variant at a time")
+    add_scheduler_arguments(p, "rank and measure")
+
+
+def add_scheduler_arguments(p, what: str) -> None:
+    """--scheduler and --scheduler-timeout (tune, measure)."""
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="rank and measure on the workers of a running Dask scheduler, "
-                        "e.g. tcp://HOST:8786 (the workers need this kernelcast; rows go "
-                        "to --db here)")
+                   help=f"{what} on the workers of a running Dask scheduler, e.g. "
+                        "tcp://HOST:8786 (the workers need this kernelcast; rows go to "
+                        "--db here); with --devices all, each worker on a device of its own")
     p.add_argument("--scheduler-timeout", default="10", metavar="SECONDS",
                    help="how long to wait for --scheduler to answer and have a worker "
                         "(default 10)")
 
 
-def _cluster_args(args) -> tuple[int, str | None, float]:
+def cluster_args(args) -> tuple[int, str | None, float]:
     """(workers, scheduler address or None, timeout), checked; 1 and None: no cluster."""
     from kernelcast.tune.distributed import check_address, check_workers
 
@@ -67,7 +73,7 @@ def _cluster_args(args) -> tuple[int, str | None, float]:
     return workers, scheduler, timeout
 
 
-def _cluster(workers: int, scheduler: str | None, timeout: float, devices=None):
+def cluster_context(workers: int, scheduler: str | None, timeout: float, devices=None):
     """A context giving a Dask client, or None where the work stays in this process."""
     if scheduler is None and workers == 1 and not devices:
         return contextlib.nullcontext()
@@ -170,7 +176,7 @@ def tune(args) -> int:
     from kernelcast.cli.measuring import device_count, spread_devices
 
     top = _top(args.measure_top)
-    workers, scheduler, timeout = _cluster_args(args)
+    workers, scheduler, timeout = cluster_args(args)
     spread = getattr(args, "devices", None) is not None
     count = device_count(getattr(args, "devices", None))
     if spread and workers != 1:
@@ -192,7 +198,7 @@ def tune(args) -> int:
                if spread and scheduler is None else None)
     # counted once per kernel and statistics, across runs and by every worker of a host
     properties = functools.partial(cached_properties, data_statistics=stats or None)
-    with backend, _cluster(workers, scheduler, timeout, devices) as client:
+    with backend, cluster_context(workers, scheduler, timeout, devices) as client:
         info = backend.device
         if space is None:
             space = default_space(knl, params, max_group_size=info.max_group_size)
