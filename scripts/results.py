@@ -1426,7 +1426,8 @@ def section_several_gpus() -> list[str]:
     doc = json.loads(path.read_text(encoding="utf-8"))
     starts = ", ".join(f"{k} from {v['started'][11:16]} UTC" for k, v in doc["runs"].items())
     out += [f"`benchmarks/multi_device.py` on {doc['machine']}, 2026-11-25 (runs "
-            f"{starts}; `{rel(path)}`, {file_commit(path)}). Every run is one worker process per GPU "
+            f"{starts}; `{rel(path)}`, {file_commit(path)}). Every run is one worker process "
+            "per GPU "
             "(`kernelcast.tune.distributed`, `--devices N`), each pinned to its GPU and "
             "holding its lock; 1 GPU means a cluster of one such worker. No 4-GPU machine "
             "was lent (the `nvidia-h100-x4` kind was not offered), so there is no 4-GPU "

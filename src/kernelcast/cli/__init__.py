@@ -22,7 +22,7 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import kernels, measuring, models, project, tune
+from kernelcast.cli import kernels, measuring, models, project, spread, tune
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true",
                    help="skip checking suite kernels against their references")
     _devices(p, "spread --suite's cases over several devices (rows into the one --db)")
-    tune.add_scheduler_arguments(p, "measure --suite's cases")
+    spread.add_scheduler_arguments(p, "measure --suite's cases")
     p.set_defaults(run=measuring.measure)
 
     model_help = f"the model ({described})"
@@ -287,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "kernelcast-data/<device>-<backend>-tune.sqlite); a rerun measures "
                    "nothing twice")
     _device_args(p)
-    tune.add_arguments(p)  # --workers, --scheduler (kernelcast.tune.distributed)
+    spread.add_arguments(p)  # --workers, --scheduler (kernelcast.tune.distributed)
     _devices(p, "rank, and measure the best variants, over several devices (rows into "
                 "the one --db)")
     _json(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from kernelcast.cli.args import integer, pairs, sizes
+from kernelcast.cli.spread import cluster_args, cluster_context, device_count, spread_devices
 from kernelcast.errors import KernelcastError, UsageError
 
 
@@ -32,32 +33,6 @@ def _measured_kernel(args):
     return build, params
 
 
-def device_count(text) -> int | None:
-    """``--devices``: None for all, else a positive count; a UsageError otherwise."""
-    if text is None:
-        return None
-    word = str(text).strip().lower()
-    if word == "all":
-        return None
-    if word.isdigit() and int(word) >= 1:
-        return int(word)
-    raise UsageError(f"--devices {text}: expected all or a positive number of devices")
-
-
-def spread_devices(device, count: int | None) -> list:
-    """The devices identical to *device* (a DeviceInfo) that ``--devices`` names."""
-    from kernelcast.measure.devices import siblings
-
-    found = siblings(device)
-    if len({d.instance for d in found}) < len(found):
-        raise KernelcastError(f"the {len(found)} × {device.name} of this host cannot be told "
-                              f"apart (instances {', '.join(d.instance for d in found)})")
-    if count is not None and count > len(found):
-        raise UsageError(f"--devices {count}: this host has {len(found)} × {device.name} "
-                         f"({', '.join(d.instance for d in found)})")
-    return found[:count]
-
-
 def measure(args) -> int:
     import contextlib
 
@@ -65,7 +40,6 @@ def measure(args) -> int:
     from kernelcast.measure.campaign import measure_kernel, run_campaign
     from kernelcast.measure.store import Store
 
-    from kernelcast.cli.tune import cluster_args, cluster_context
 
     if bool(args.kernel) == bool(args.suite):
         raise UsageError("give either --suite NAME or --kernel FILE.py:FACTORY")

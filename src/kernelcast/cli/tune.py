@@ -3,21 +3,19 @@ the best few on the device into a store (resumable), and print the winner with t
 that makes it (kernelcast.tune). ``--workers N`` and ``--scheduler ADDRESS`` spread the
 ranking and the measuring over a Dask cluster (kernelcast.tune.distributed);
 ``--devices all|N`` over one worker per device of this host (or, with ``--scheduler``,
-over the cluster's workers, each on a device of its own); ``add_arguments`` defines
-those flags, ``cluster_args`` checks them and ``cluster_context`` makes the cluster
-(measure uses them too). A profile calibrated on one device of several identical ones (``calibrate
---devices``) ranks for that device: without ``--device``, tune runs there."""
+over the cluster's workers, each on a device of its own): kernelcast.cli.spread. A
+profile calibrated on one device of several identical ones (``calibrate --devices``)
+ranks for that device: without ``--device``, tune runs there."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import math
 import sys
 import time
 
 from kernelcast.cli.args import sizes, statistics
+from kernelcast.cli.spread import cluster_args, cluster_context, device_count, spread_devices
 from kernelcast.errors import KernelcastError, UsageError
 
 
@@ -29,57 +27,6 @@ def _top(text) -> int:
     if value < 1:
         raise UsageError(f"--measure-top {text}: expected a positive integer")
     return value
-
-
-def add_arguments(p) -> None:
-    """tune's flags for spreading the work over processes (kernelcast.tune.distributed)."""
-    p.add_argument("--workers", default="1", metavar="N",
-                   help="rank and measure on a local Dask cluster of N worker processes "
-                        "(default 1: in this process, no cluster); on one device the "
-                        "workers time one variant at a time")
-    add_scheduler_arguments(p, "rank and measure")
-
-
-def add_scheduler_arguments(p, what: str) -> None:
-    """--scheduler and --scheduler-timeout (tune, measure)."""
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help=f"{what} on the workers of a running Dask scheduler, e.g. "
-                        "tcp://HOST:8786 (the workers need this kernelcast; rows go to "
-                        "--db here); with --devices all, each worker on a device of its own")
-    p.add_argument("--scheduler-timeout", default="10", metavar="SECONDS",
-                   help="how long to wait for --scheduler to answer and have a worker "
-                        "(default 10)")
-
-
-def cluster_args(args) -> tuple[int, str | None, float]:
-    """(workers, scheduler address or None, timeout), checked; 1 and None: no cluster."""
-    from kernelcast.tune.distributed import check_address, check_workers
-
-    workers = check_workers(getattr(args, "workers", "1"))
-    scheduler = getattr(args, "scheduler", None)
-    text = getattr(args, "scheduler_timeout", "10")
-    try:
-        timeout = float(str(text).strip())
-    except ValueError:
-        timeout = math.nan
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--scheduler-timeout {text}: expected a positive number of "
-                         "seconds")
-    if scheduler is not None:
-        if workers != 1:
-            raise UsageError("give --workers N (a local cluster) or --scheduler ADDRESS "
-                             "(a running one), not both")
-        scheduler = check_address(scheduler)
-    return workers, scheduler, timeout
-
-
-def cluster_context(workers: int, scheduler: str | None, timeout: float, devices=None):
-    """A context giving a Dask client, or None where the work stays in this process."""
-    if scheduler is None and workers == 1 and not devices:
-        return contextlib.nullcontext()
-    from kernelcast.tune.distributed import cluster
-
-    return cluster(workers, scheduler, timeout=timeout, devices=devices)
 
 
 def _device_for(model, device: str | None, backend: str):
@@ -172,8 +119,6 @@ def tune(args) -> int:
     from kernelcast.tune.space import default_space, load_space
     from kernelcast.tune.tuner import tune as run
     from kernelcast.workflow import default_paths
-
-    from kernelcast.cli.measuring import device_count, spread_devices
 
     top = _top(args.measure_top)
     workers, scheduler, timeout = cluster_args(args)
