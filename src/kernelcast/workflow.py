@@ -72,12 +72,13 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
     return fitted.fit(dataset)
 
 
-def calibrate(device: str | None = None, backend: str = "opencl", db=None,
+def calibrate(device=None, backend: str = "opencl", db=None,
               profile_path=None, suite: str | None = None, model: str | None = None,
               progress=None, cache: PropertyCache | None = None, params: dict | None = None,
               wait: float = 0.0, bind: bool = False, root="kernelcast-data", **options):
     """Measure *suite* (default: the paper's on a GPU, its CPU sizes otherwise) and what
-    else *model* (default: extended on a GPU, paper otherwise) is fitted from, fit, save.
+    else *model* (default: extended on a GPU, paper otherwise) is fitted from, fit, save;
+    on *device* (a substring of its name or instance, a DeviceInfo, or None: the best).
     With *bind*, the store and profile belong to this one device (its instance: named
     after it, and a store of another refused). Returns (model, profile path)."""
     from kernelcast.measure.backends import make_backend
