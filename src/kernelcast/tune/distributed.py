@@ -214,6 +214,20 @@ def _lost(err: BaseException) -> KernelcastError:
                            f"{_first_line(err)}")
 
 
+@contextlib.contextmanager
+def _submitted(client) -> Iterator[list]:
+    """A list to put the futures submitted to *client* in: those not done are cancelled at
+    the end, and a worker lost for good or a lost cluster becomes a KernelcastError."""
+    futures: list = []
+    try:
+        yield futures
+    except _cluster_errors() as err:
+        raise _lost(err) from None
+    finally:
+        with contextlib.suppress(Exception):
+            client.cancel([f for f in futures if not f.done()])
+
+
 def _cluster_errors():
     from distributed import KilledWorker
     from distributed.comm.core import CommClosedError
@@ -237,16 +251,14 @@ def map_chunks(client, function: Callable, items: Sequence, *, shared: dict | No
         return []
     if chunk_size is None:  # about four chunks per worker, for balance; at most 16 items
         chunk_size = max(1, min(16, math.ceil(total / (4 * workers_of(client)))))
-    lost = _cluster_errors()
-    futures = []
-    try:
+    with _submitted(client) as futures:
         names = list(shared or {})
         # a list, not the dict: Dask would use its names as keys, shared between calls
         sent = dict(zip(names, client.scatter([shared[n] for n in names], broadcast=True,
                                               hash=False), strict=True))
         starts = range(0, total, chunk_size)
-        futures = [client.submit(function, list(items[i:i + chunk_size]), pure=False, **sent)
-                   for i in starts]
+        futures += [client.submit(function, list(items[i:i + chunk_size]), pure=False,
+                                  **sent) for i in starts]
         where = {f.key: i for f, i in zip(futures, starts, strict=True)}
         results: list = [None] * total
         done = 0
@@ -258,11 +270,6 @@ def map_chunks(client, function: Callable, items: Sequence, *, shared: dict | No
             if progress is not None:
                 progress(done, total)
         return results
-    except lost as err:
-        raise _lost(err) from None
-    finally:
-        with contextlib.suppress(Exception):
-            client.cancel([f for f in futures if not f.done()])
 
 
 # {{{ measuring
@@ -487,35 +494,30 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     if per_device and spec.caller_holds_lock:
         raise KernelcastError("measuring on every device: this process must not hold a "
                               "device's lock (make_backend(..., locked=False))")
-    lost = _cluster_errors()
-    futures = []
     try:
-        [keys] = client.scatter([frozenset(store.keys())], broadcast=True, hash=False)
-        futures = [client.submit(_measure_group, group, spec, keys, options, pure=False)
-                   for group in groups.values()]
-        group_of = {f.key: g for f, g in zip(futures, groups.values(), strict=True)}
-        for future in as_completed(futures):
-            out = future.result()
-            for code in out["code"]:
-                store.add_code(*code)
-            result.keys.update(out["keys"])
-            rows = {row["case_name"]: row for row in out["rows"]}
-            for job in group_of[future.key]:
-                row, key = rows.get(job.name), out["keys"][job.name]
-                if row is None or store.add(row) is None:  # stored already
-                    result.skipped += 1
-                    report(job.name, None, key)
-                else:
-                    result.measured += 1
-                    result.count(row["status"])
-                    result.devices[out["instance"]] = result.devices.get(out["instance"],
-                                                                         0) + 1
-                    report(job.name, row, key)
-    except lost as err:
-        raise _lost(err) from None
+        with _submitted(client) as futures:
+            [keys] = client.scatter([frozenset(store.keys())], broadcast=True, hash=False)
+            futures += [client.submit(_measure_group, group, spec, keys, options,
+                                      pure=False) for group in groups.values()]
+            group_of = {f.key: g for f, g in zip(futures, groups.values(), strict=True)}
+            for future in as_completed(futures):
+                out = future.result()
+                for code in out["code"]:
+                    store.add_code(*code)
+                result.keys.update(out["keys"])
+                rows = {row["case_name"]: row for row in out["rows"]}
+                for job in group_of[future.key]:
+                    row, key = rows.get(job.name), out["keys"][job.name]
+                    if row is None or store.add(row) is None:  # stored already
+                        result.skipped += 1
+                        report(job.name, None, key)
+                    else:
+                        result.measured += 1
+                        result.count(row["status"])
+                        where = out["instance"]
+                        result.devices[where] = result.devices.get(where, 0) + 1
+                        report(job.name, row, key)
     finally:
-        with contextlib.suppress(Exception):
-            client.cancel([f for f in futures if not f.done()])
         with contextlib.suppress(Exception):
             client.run(_close_backends)
     return result
@@ -534,11 +536,10 @@ def on_devices(client, devices, function: Callable, *args,
     from distributed import wait as wait_for
 
     lost = _cluster_errors()
-    futures = []
-    try:
-        futures = [client.submit(function, *args, device, pure=False,
-                                 resources={device_resource(device): 1})
-                   for device in devices]
+    with _submitted(client) as futures:
+        futures += [client.submit(function, *args, device, pure=False,
+                                  resources={device_resource(device): 1})
+                    for device in devices]
         while True:
             with contextlib.suppress(TimeoutError):
                 wait_for(futures, timeout=every)
@@ -552,11 +553,6 @@ def on_devices(client, devices, function: Callable, *args,
             results.append(f.result() if err is None
                            else _lost(err) if isinstance(err, lost) else err)
         return results
-    except lost as err:
-        raise _lost(err) from None
-    finally:
-        with contextlib.suppress(Exception):
-            client.cancel([f for f in futures if not f.done()])
 
 
 # }}}
