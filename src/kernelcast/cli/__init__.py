@@ -30,10 +30,12 @@ from kernelcast.errors import DataDependentError, KernelcastError, ParameterErro
 
 
 def _model_choices():
+    """The kernel models, and the same with the models of OpenCL source, described."""
     from kernelcast.models import model_class, model_names
 
     names = model_names()
-    return names, "; ".join(f"{n}: {model_class(n).summary}" for n in names)
+    every = names + model_names("opencl")
+    return names, every, "; ".join(f"{n}: {model_class(n).summary}" for n in every)
 
 
 def _suite_names() -> str:
@@ -67,9 +69,11 @@ def _debug(p, default=argparse.SUPPRESS):
                         "included)")
 
 
-def _kernel_args(p):
+def _kernel_args(p, opencl=False):
     p.add_argument("kernel", help="FILE.py:FACTORY, a function in FILE.py that takes no "
-                                  "arguments and returns a Loopy kernel")
+                                  "arguments and returns a Loopy kernel"
+                                  + ("; or KERNEL.cl, OpenCL C source (the poppl-herz "
+                                     "model)" if opencl else ""))
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE",
                    help="typical values of what depends on data: a loop bound read from "
                         "data (rowlen=12.5) or the fraction of executions of an "
@@ -128,7 +132,7 @@ def _registers_file(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    names, described = _model_choices()
+    names, fitted, described = _model_choices()
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict GPU kernel run times from Loopy kernels.")
     from kernelcast.version import __version__
@@ -192,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "store, named after the model)")
     p.add_argument("--suite", help="the measurement suite: measurement (GPU default) or "
                    "measurement-cpu (CPU default)")
-    p.add_argument("--model", choices=names,
+    p.add_argument("--model", choices=fitted,
                    help=model_help + ". Default: extended on a GPU, paper on a CPU")
     p.add_argument("--nonnegative", action="store_true",
                    help="paper model: fit non-negative weights")
@@ -207,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("fit", help="fit a model to a measurement store, write a profile")
     p.add_argument("--db", required=True, help="the measurement store")
-    p.add_argument("--model", choices=names, default="paper", help=model_help)
+    p.add_argument("--model", choices=fitted, default="paper", help=model_help)
     p.add_argument("--suite", default="measurement",
                    help="the measurement suite (measurement or measurement-cpu)")
     p.add_argument("--profile", required=True, help="where to write the profile (JSON)")
@@ -219,9 +223,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="predict a kernel's run time with a profile "
                                        "or the Hong–Kim model")
-    _kernel_args(p)
-    _param(p, "the kernel's sizes (every size parameter it has)", required=True)
-    _model_args(p, names, "a fitted profile (any model)")
+    _kernel_args(p, opencl=True)
+    _param(p, "the kernel's sizes (every size parameter it has; not for a .cl file)")
+    _model_args(p, fitted, "a fitted profile (any model; for a .cl file, poppl-herz)")
+    p.add_argument("--global-size", nargs="+", type=positive_int, metavar="N",
+                   help="a .cl kernel's global work size, one number per dimension")
+    p.add_argument("--local-size", nargs="+", type=positive_int, metavar="N",
+                   help="a .cl kernel's work-group size, one number per dimension "
+                        "(default: 1 in each)")
+    p.add_argument("--kernel-name", help="the kernel of a .cl file that has several")
+    p.add_argument("--bytes-in", type=positive_int, metavar="B",
+                   help="a .cl kernel's bytes copied to the device (default: one element "
+                        "per work-item of each global array it reads)")
+    p.add_argument("--bytes-out", type=positive_int, metavar="B",
+                   help="bytes copied back (default: one element per work-item of each "
+                        "global array it writes)")
     p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
                    help="hong-kim: registers per thread of this kernel, as the compiler "
                         "reports them (limits the blocks an SM holds)")

@@ -46,12 +46,92 @@ def _model(args):
                      "`kernelcast calibrate` or `kernelcast fit`)")
 
 
+def _opencl_flags(args) -> bool:
+    """Whether the kernel is OpenCL source; refuses flags that belong to the other kind."""
+    opencl = args.kernel.endswith(".cl")
+    cl_flags = [f for f, v in (("--global-size", args.global_size),
+                               ("--local-size", args.local_size),
+                               ("--kernel-name", args.kernel_name),
+                               ("--bytes-in", args.bytes_in),
+                               ("--bytes-out", args.bytes_out)) if v]
+    if opencl:
+        if args.param or args.stat:
+            raise UsageError("--param and --stat are for Loopy kernels; a .cl kernel takes "
+                             "--global-size and --local-size")
+        if not args.global_size:
+            raise UsageError("a .cl kernel needs --global-size")
+        if args.local_size and len(args.local_size) != len(args.global_size):
+            raise UsageError("--local-size needs as many numbers as --global-size")
+        if args.model not in (None, "poppl-herz"):
+            raise UsageError(f"a .cl kernel is predicted by the poppl-herz model, not "
+                             f"{args.model}")
+        if not args.profile:
+            raise UsageError("the poppl-herz model needs a --profile (kernelcast "
+                             "calibrate --model poppl-herz)")
+    else:
+        if cl_flags:
+            raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
+        if not args.param:
+            raise UsageError("the kernel's sizes are needed: --param NAME=SIZE ...")
+        if args.model == "poppl-herz":
+            raise UsageError("the poppl-herz model predicts OpenCL source: give a .cl file")
+    return opencl
+
+
+def _predict_opencl(args, model) -> int:
+    from pathlib import Path
+
+    from kernelcast.frontends.opencl import count_kernel
+    from kernelcast.report import format_seconds
+
+    if model.workload != "opencl":
+        raise UsageError(f"the profile holds the {model.name} model, which predicts Loopy "
+                         "kernels; a .cl kernel needs a poppl-herz profile")
+    try:
+        text = Path(args.kernel).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read {args.kernel}: {err}") from None
+    counts = count_kernel(text, args.kernel_name, path=args.kernel)
+    local = args.local_size or [1] * len(args.global_size)
+    for g, l in zip(args.global_size, local, strict=True):
+        if g % l:
+            raise UsageError(f"the global size {g} is not a multiple of the local size {l}")
+    params = {"global_size": args.global_size, "local_size": local,
+              **({"bytes_in": args.bytes_in} if args.bytes_in else {}),
+              **({"bytes_out": args.bytes_out} if args.bytes_out else {})}
+    rows = model.table(counts, params)
+    total = model.predict(counts, params)
+    device = model.provenance_["device"]
+    if args.json:
+        doc = {"device": device, "model": model.name, "kernel": counts.name,
+               "params": params, "seconds": total, "breakdown": model.explain(counts, params),
+               "transfer": model.transfer(counts, params),
+               "table": [{"cost": c, "count": n, "microseconds": us} for c, n, us in rows],
+               **model.details(counts, params)}
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"predicted run time of {counts.name} on {device}, {model.name} model"
+          f"{'' if model.classes else ' (simple)'}: {format_seconds(total)} "
+          "(kernel; with copies below)")
+    print(f"  {'cost type':<30} {'# in kernel':>12} {'time in µs':>12}")
+    for cost, count, micro in rows:
+        text = "-" if micro is None else f"{micro:.4g}"
+        print(f"  {cost:<30} {count:>12} {text:>12}")
+    return 0
+
+
 def predict(args) -> int:
     from kernelcast.cli.kernels import kernel_properties
     from kernelcast.report import format_seconds
 
-    params = sizes(args.param)
+    opencl = _opencl_flags(args)
     model = _model(args)
+    if opencl:
+        return _predict_opencl(args, model)
+    if model.workload == "opencl":
+        raise UsageError("a poppl-herz profile predicts OpenCL source: give a .cl file")
+    params = sizes(args.param)
     props = kernel_properties(args.kernel, args.stat)
     total = model.predict(props, params)  # refuses a time that is not positive
     parts = model.explain(props, params)

@@ -78,7 +78,11 @@ class Dataset:
         return self.cache.properties(self.cases[i])
 
     def params(self, i: int) -> dict:
-        return self.cases[i].params
+        """The sizes case *i* is predicted at: its parameters, or none where its class
+        bakes the sizes into the code (``KernelClass.sized_code``: its params only
+        label the case)."""
+        case = self.cases[i]
+        return {} if case.kclass.sized_code else case.params
 
     def subset(self, mask) -> Dataset:
         """The cases where the boolean array *mask* is true, sharing the cache."""

@@ -57,9 +57,9 @@ from kernelcast.measure.backends import (
     check_fits,
 )
 from kernelcast.measure.backends.isolated import WorkerCrashed
-from kernelcast.measure.codegen import generate
+from kernelcast.measure.codegen import generate_case
 from kernelcast.measure.store import Store, measurement_key
-from kernelcast.measure.verify import TOLERANCE, check_compiled
+from kernelcast.measure.verify import TOLERANCE, check_case, check_compiled
 from kernelcast.version import __version__
 
 
@@ -192,7 +192,7 @@ def _run_kernel(group, backend, store, done, result, report, opts):
     identity = backend.identity
     try:
         knl = first.build()
-        generated = generate(knl, backend.name)
+        generated = generate_case(knl, backend.name, first.case)
         typed = typed_kernel(knl)
         code_sha, error = generated.code_sha256, None
     except Exception as err:  # noqa: BLE001 - any failure to generate is the kernel's
@@ -257,7 +257,10 @@ def _verify(job, backend, compiled, generated, typed, opts) -> dict | None:
         return None
     small = case.check_case()
     try:
-        errors = check_compiled(backend, compiled, generated, typed, small, opts["seed"])
+        if case.kclass.sized_code and small.params != case.params:
+            errors = check_case(small, backend, opts["seed"])
+        else:
+            errors = check_compiled(backend, compiled, generated, typed, small, opts["seed"])
     except KernelcastError as err:
         return failure_fields(err, "while checking: ")
     worst = max(errors.values(), default=0.0)

@@ -8,7 +8,7 @@ Loopy 2025.2's CUDA target cannot type ``rsqrt`` (its CudaCallable never overrid
 ``with_types``); the CUDA target here supplies a callable that does, mapping to CUDA's
 ``rsqrtf``/``rsqrt``.
 
-Public names: generate, cuda_translation_unit (and GeneratedKernel, KernelArgument from
+Public names: generate, generate_case, cuda_translation_unit (and GeneratedKernel, KernelArgument from
 kernelcast.measure.launch).
 """
 
@@ -90,3 +90,16 @@ def generate(tu, target: str = "opencl") -> GeneratedKernel:
         for a in linearized.args)
     return GeneratedKernel(linearized.name, target, code.device_code(), arguments,
                            tuple(grid), tuple(block))
+
+
+def generate_case(knl, target: str, case=None) -> GeneratedKernel:
+    """Device code for *knl*, the kernel of *case* (a suite case, or None): Loopy's, or on
+    OpenCL the OpenCL C source the case's class gives (``KernelClass.source``), launched
+    with the geometry and arguments of its Loopy twin."""
+    from dataclasses import replace
+
+    generated = generate(knl, target)
+    source = getattr(getattr(case, "kclass", None), "source", None)
+    if source is not None and target == "opencl":
+        generated = replace(generated, code=source(case))
+    return generated

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
-from kernelcast.measure.codegen import generate
+from kernelcast.measure.codegen import generate_case
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12, None: 0.0}
 
@@ -51,6 +51,6 @@ def check_compiled(backend, compiled, generated, typed, case, seed: int = 0) -> 
 def check_case(case, backend, seed: int = 0) -> dict:
     """Generate, compile and check *case* on *backend*."""
     knl = case.kernel()
-    generated = generate(knl, backend.name)
+    generated = generate_case(knl, backend.name, case)
     compiled = backend.compile(generated)
     return check_compiled(backend, compiled, generated, typed_kernel(knl), case, seed)

@@ -4,13 +4,14 @@ properties plus data volume, bank conflicts and per-work-item terms that overlap
 totals), ``hong-kim`` (the analytical MWP/CWP model), ``grophecy`` (GROPHECY's
 projection of code skeletons, whose workload is a skeleton, not a kernel) and ``learned``
 (trees fitted to measured variants of a training corpus, for ranking a kernel's variants;
-its workload is "variant": it predicts kernels, but is fitted from no suite).
+its workload is "variant": it predicts kernels, but is fitted from no suite) and
+``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl").
 ``get_model(name, **kwargs)`` makes one; ``model_names()`` lists the kernel models fitted
 from suites, ``model_names("skeleton")`` the skeleton ones, ``model_names("variant")``
 the learned one.
 
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
-GrophecyModel, LearnedModel.
+GrophecyModel, LearnedModel, PopplHerzModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
@@ -21,6 +22,7 @@ from kernelcast.models.extended import ExtendedModel
 from kernelcast.models.hong_kim import HongKimModel
 from kernelcast.models.grophecy.model import GrophecyModel
 from kernelcast.models.learned import LearnedModel
+from kernelcast.models.poppl_herz import PopplHerzModel
 
 __all__ = ["ExtendedModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
-           "WeightedModel", "get_model", "model_class", "model_names", "register"]
+           "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register"]

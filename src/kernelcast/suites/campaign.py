@@ -2,7 +2,8 @@
 
 ``measure_suite`` measures the empty kernel's launch overhead first, then, for every class
 without a given p, the smallest allowed p whose smallest case runs at least that long, and
-then every case of the suite at those sizes, through kernelcast.measure.campaign (which
+then every case of the suite at those sizes (and, for the Pöppl–Herz microbenchmarks, the
+host↔device copies), through kernelcast.measure.campaign (which
 resumes, checks references, and records failures as statuses), or through *campaign*, a
 function called as run_campaign is (kernelcast.tune.distributed.campaign_on: spread over
 several devices).
@@ -52,6 +53,9 @@ def choose_sizes(suite, backend, store, fixed: dict | None = None, measured=None
     The keys of the cases measured to choose them are added to the set *measured*."""
     chosen = dict(fixed or {})
     measured = set() if measured is None else measured
+    for kclass in suite.classes:  # one allowed p: nothing to choose
+        if kclass.name not in chosen and len(kclass.p_choices) == 1:
+            chosen[kclass.name] = kclass.p_choices[0]
     missing = [c for c in suite.classes if c.name not in chosen]
     if not missing:
         return chosen
@@ -81,5 +85,11 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
     if progress is not None:
         print("sizes: " + ", ".join(f"{k} p={v}" for k, v in sizes.items()), file=progress)
     cases = suite.cases(sizes, dtypes, group_set)
-    return campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
-                    **options)
+    result = campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
+                      **options)
+    if suite.name.startswith("poppl-herz") and (not classes or "transfer" in classes):
+        from kernelcast.models.poppl_herz.benchmarks import SIZES, measure_transfers
+
+        result.measured += measure_transfers(backend, store, SIZES[suite.name].copies,
+                                             suite=suite.name, progress=progress)
+    return result

@@ -111,11 +111,15 @@ TEST_CPU = TEST.scaled("test-cpu", {
     "finite_difference": 4, "skinny_matmul": 6, "nbody": 3, "convolution": 3})
 
 def _all_suites():
+    from kernelcast.models.poppl_herz.benchmarks import SUITE as POPPL_HERZ
+    from kernelcast.models.poppl_herz.benchmarks import SUITE_CPU as POPPL_HERZ_CPU
     from kernelcast.suites.extension import EXTENSION
+    from kernelcast.suites.random_kernels import RANDOM_SUITES
     from kernelcast.suites.validation import VALIDATION
 
     return {s.name: s for s in (MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, VALIDATION,
-                                EXTENSION)}
+                                EXTENSION, POPPL_HERZ, POPPL_HERZ_CPU, *RANDOM_SUITES)}
+
 TEST_SUITE_OF = {"measurement": "test", "measurement-cpu": "test-cpu"}
 
 

@@ -109,7 +109,11 @@ class KernelClass:
     newest GPU, the Titan X) unless *group_sizes* fixes the sizes; *dtypes* are the
     precisions (empty for a kernel with no floating-point data); *check_params* are small
     sizes, not multiples of the group sizes, at which a kernel is checked against its
-    reference before it is timed.
+    reference before it is timed. *source(case)*, where given, is the OpenCL C source that
+    is compiled and timed on OpenCL devices in place of the code Loopy generates (a kernel
+    written as OpenCL, whose Loopy twin computes the same and declares its arguments);
+    *sized_code* says the sizes are part of the code, so a check at other sizes compiles
+    a kernel of its own.
     """
 
     name: str
@@ -123,6 +127,8 @@ class KernelClass:
     dtypes: tuple[str, ...] = ("float32", "float64")
     reference: str | Callable = ""
     check_params: dict = field(default_factory=dict, hash=False)
+    source: Callable[[Case], str] | None = None
+    sized_code: bool = False
 
     def __post_init__(self):
         if not self.reference:

@@ -155,6 +155,9 @@ class IsolatedBackend(DeviceHolder):
     def time_case(self, compiled, kernel, specs, scalars, params, seed=0, **timing):
         return self._call("time_case", kernel, specs, scalars, params, seed, timing)
 
+    def time_copies(self, nbytes, direction, **timing):
+        return self._call("time_copies", nbytes, direction, timing)
+
 
 # {{{ the worker process
 
@@ -191,6 +194,9 @@ def _serve(conn: Connection) -> None:
                 kernel, specs, scalars, params, seed, timing = args
                 result = backend.time_case(ensure(kernel), kernel, specs, scalars, params,
                                            seed, **timing)
+            elif verb == "time_copies":
+                nbytes, direction, timing = args
+                result = backend.time_copies(nbytes, direction, **timing)
             else:
                 raise KernelcastError(f"unknown request {verb!r}")
             reply = ("ok", result)

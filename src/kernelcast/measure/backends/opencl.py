@@ -81,6 +81,29 @@ class OpenCLBackend(Backend):
         args.update(scalars)
         return args
 
+    def time_copies(self, nbytes: int, direction: str, **timing):
+        """Copies of *nbytes* between host and device ("to" or "from" the device) timed
+        by the protocol (*timing*: runs, drop, tolerance, retries)."""
+        from kernelcast.measure import protocol
+
+        cl = self._cl
+        host = np.ones(max(nbytes // 4, 1), np.float32)
+        try:
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, host.nbytes)
+        except (cl.MemoryError, cl.RuntimeError) as err:
+            raise OutOfMemory(f"allocation failed: {err}") from None
+
+        def run(count):
+            events = [cl.enqueue_copy(self.queue, buf, host) if direction == "to"
+                      else cl.enqueue_copy(self.queue, host, buf) for _ in range(count)]
+            cl.wait_for_events(events)
+            return [(e.profile.end - e.profile.start) * 1e-9 for e in events]
+
+        try:
+            return protocol.time_with_protocol(run, **timing)
+        finally:
+            buf.release()
+
     def time_launches(self, compiled, kernel, args, params, count):
         cl = self._cl
         grid, block = kernel.launch_sizes(params)

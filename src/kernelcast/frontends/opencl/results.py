@@ -1,0 +1,58 @@
+"""What counting a kernel returns: the counts, its arguments and its accesses.
+
+Public names: KernelCounts, Argument, Access, ACCESS_CLASSES, OP_KINDS, TYPE_BYTES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+ACCESS_CLASSES = ("coalesced", "constant", "interval", "identical", "complex")
+# bytes of each declared type an Argument can name
+TYPE_BYTES = {"char": 1, "uchar": 1, "bool": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4,
+              "float": 4, "long": 8, "ulong": 8, "double": 8}
+OP_KINDS = ("add", "sub", "mul", "div", "mod", "and", "or", "xor", "shl", "shr", "not", "neg",
+            "cmp", "logic", "convert", "select", "call.NAME")
+
+
+class Argument(NamedTuple):
+    """A kernel argument: ``type`` is the declared scalar (or element) type in OpenCL
+    spelling (char, uchar, ..., ulong for size_t, float, double, bool); ``space`` is
+    global, local or constant for pointers and private for scalars; ``const`` is whether
+    the pointee (or the scalar) is const."""
+
+    name: str
+    type: str
+    is_pointer: bool
+    space: str
+    const: bool
+
+
+class Access(NamedTuple):
+    """One array access in the source (``count`` of them per work-item): private
+    arrays have class "private"; a loop-invariant access in a loop appears twice, its
+    first executions with their class and the rest as "identical"."""
+
+    array: str
+    space: str
+    direction: str
+    access_class: str
+    line: int
+    count: float
+
+
+@dataclass(frozen=True)
+class KernelCounts:
+    """What one work-item of a kernel executes (docs/opencl.md): ``ops`` keyed
+    ``"KIND:TYPE"``, ``accesses`` keyed ``"SPACE:DIRECTION:CLASS"``, both per work-item;
+    ``defines`` maps each macro to its folded value (or its text when not constant)."""
+
+    name: str
+    work_dims: int
+    ops: dict
+    accesses: dict
+    barriers: float
+    arguments: tuple
+    defines: dict
+    access_list: tuple = ()

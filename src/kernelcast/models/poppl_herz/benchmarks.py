@@ -1,0 +1,268 @@
+"""The Pöppl–Herz microbenchmarks: OpenCL C kernels that kernelcast writes, measures and
+fits the model's parameters from (the slides' figures: empty kernels, basic operations at
+increasing counts and work-item counts, memory accesses of each class, work-group sizes,
+host↔device copies).
+
+Every kernel is 1-D, ``i = get_global_id(0)`` over ``n`` work-items, and is timed as
+written (``KernelClass.source``); its Loopy stand-in only declares the same arguments and
+the launch geometry, so these kernels are not checked against a reference. Classes:
+
+- ``empty``: an empty body, n swept (tBase).
+- ``op``: variant ``KIND:TYPE:COUNT``: two coalesced loads, a chain of COUNT operations of
+  one kind and type alternating between the two loaded values, one coalesced store; COUNT
+  swept at the reference size (W_op), and the fewest and most operations swept over n
+  (c_op). (No kernel has zero operations: a compiler drops the second load of such a
+  kernel, so it would not be a baseline.)
+- ``access``: variant ``SPACE:DIRECTION:CLASS:COUNT``: COUNT global reads of one class
+  (kernelcast.frontends.opencl's classes) summed into one value that is stored, or
+  COUNT coalesced stores of constants into as many arrays (no read, no operation).
+- ``wgsize``: variant = the work-group size, 1 to 1024: one load, one float division, one
+  store (the slides' work-group figure).
+
+Host↔device copies are not kernels: ``measure_transfers`` times them through the OpenCL
+backend and stores them as rows of class ``transfer`` (variants ``to`` and ``from``,
+params ``{"bytes": ...}``).
+
+Public names: SUITE, SUITE_CPU, Sizes, SIZES, OPS, ACCESSES, source_of,
+measure_transfers, transfer_jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernelcast.suites.suite import Case, KernelClass, Suite
+
+# (kind, type) of the measured operations; C spelling of each kind.
+OPS = (("add", "float"), ("sub", "float"), ("mul", "float"), ("div", "float"),
+       ("add", "int"), ("sub", "int"), ("mul", "int"), ("div", "int"), ("mod", "int"),
+       ("and", "int"), ("convert", "float"))
+_C_OP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "and": "&"}
+# (space, direction, class) of the measured accesses.
+ACCESSES = (("global", "read", "coalesced"), ("global", "read", "constant"),
+            ("global", "read", "interval"), ("global", "read", "identical"),
+            ("global", "read", "complex"), ("global", "write", "coalesced"))
+READ_ARRAYS = 8  # distinct input arrays of the coalesced-read benchmark
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Where a device's microbenchmarks run: the reference work-item count, the swept
+    counts, the op counts and access counts, and the copy sizes in bytes."""
+
+    reference: int
+    sweep: tuple[int, ...]
+    empty: tuple[int, ...]
+    op_counts: tuple[int, ...]
+    access_counts: tuple[int, ...]
+    copies: tuple[int, ...]
+
+
+SIZES = {
+    "poppl-herz": Sizes(2**22, tuple(2**k for k in (16, 18, 20, 22, 24)),
+                        tuple(2**k for k in range(10, 25, 2)),
+                        (1, 2, 4, 8, 16, 32, 64, 128), (1, 2, 4, 8, 16, 32),
+                        tuple(2**k for k in range(12, 29, 2))),
+    "poppl-herz-cpu": Sizes(2**16, tuple(2**k for k in (12, 14, 16, 18)),
+                            tuple(2**k for k in range(8, 19, 2)),
+                            (1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32),
+                            tuple(2**k for k in range(12, 27, 2))),
+}
+GROUP = 256
+WG_SIZES = tuple(range(1, 65)) + tuple(range(80, 1025, 16))
+
+
+def _ctype(t: str) -> str:
+    return {"float": "float", "int": "int"}[t]
+
+
+def _op_source(name: str, kind: str, typ: str, count: int) -> str:
+    ctype = "float" if kind == "convert" else _ctype(typ)
+    lines = [f"    {ctype} u = a[i];", f"    {ctype} v = b[i];", f"    {ctype} r = u;"]
+    for k in range(count):
+        operand = "v" if k % 2 == 0 else "u"
+        if kind == "convert":  # float -> int -> float: two conversions a step
+            lines.append("    r = (float)(int)r;")
+        else:
+            lines.append(f"    r = r {_C_OP[kind]} {operand};")
+    body = "\n".join(lines)
+    return (f"__kernel void {name}(__global const {ctype} *restrict a,\n"
+            f"    __global const {ctype} *restrict b, __global {ctype} *restrict res,\n"
+            f"    const int n)\n{{\n    int i = get_global_id(0);\n{body}\n"
+            f"    res[i] = r;\n}}\n")
+
+
+def _read(cls: str, k: int) -> str:
+    if cls == "coalesced":
+        return f"a{k}[i]"
+    if cls == "constant":
+        return f"a0[{k}]"
+    if cls == "interval":
+        return f"a0[(i + {k}) & 0x7F]"
+    if cls == "identical":
+        return "a0[i]"
+    return f"a0[(i * 32 + {k}) & (n - 1)]"  # complex: a stride of 32 elements
+
+
+def _access_source(name: str, direction: str, cls: str, count: int) -> str:
+    inputs = READ_ARRAYS if cls == "coalesced" else 1
+    params = [f"__global const float *restrict a{k}" for k in range(inputs)]
+    if direction == "write":  # constants stored: no read, no operation
+        params = [f"__global float *restrict res{k}" for k in range(READ_ARRAYS)]
+        body = "\n".join(f"    res{k}[i] = {k + 1}.5f;" for k in range(count))
+    else:
+        params.append("__global float *restrict res")
+        reads = " + ".join(_read(cls, k) for k in range(count))
+        body = f"    float r = {reads};\n    res[i] = r;"
+    return (f"__kernel void {name}({', '.join(params)}, const int n)\n{{\n"
+            f"    int i = get_global_id(0);\n{body}\n}}\n")
+
+
+def _names(cls: str, variant: str) -> list[tuple[str, np.dtype, bool]]:
+    """The stand-in's arrays (name, dtype, written), in the source's order."""
+    f32 = np.dtype(np.float32)
+    if cls == "empty":
+        return [("res", f32, True)]
+    if cls == "wgsize":
+        return [("a", f32, False), ("res", f32, True)]
+    if cls == "op":
+        kind, typ, _ = variant.split(":")
+        dtype = np.dtype(np.int32) if typ == "int" and kind != "convert" else f32
+        return [("a", dtype, False), ("b", dtype, False), ("res", dtype, True)]
+    _, direction, acls, _ = variant.split(":")
+    if direction == "write":
+        return [(f"res{k}", f32, True) for k in range(READ_ARRAYS)]
+    inputs = READ_ARRAYS if acls == "coalesced" else 1
+    return [(f"a{k}", f32, False) for k in range(inputs)] + [("res", f32, True)]
+
+
+def kernel_name(case: Case) -> str:
+    parts = [case.class_name] + (case.variant.split(":") if case.variant else [])
+    return "ph_" + "_".join(parts)
+
+
+def source_of(case: Case) -> str:
+    """The OpenCL C source of a microbenchmark case."""
+    name, cls = kernel_name(case), case.class_name
+    if cls == "empty":
+        return f"__kernel void {name}(__global float *restrict res, const int n)\n{{\n}}\n"
+    if cls == "wgsize":
+        return (f"__kernel void {name}(__global const float *restrict a,\n"
+                f"    __global float *restrict res, const int n)\n{{\n"
+                f"    int i = get_global_id(0);\n    res[i] = 1.5f / a[i];\n}}\n")
+    if cls == "op":
+        kind, typ, count = case.variant.split(":")
+        return _op_source(name, kind, typ, int(count))
+    _, direction, acls, count = case.variant.split(":")
+    return _access_source(name, direction, acls, int(count))
+
+
+def _stand_in(case: Case):
+    """A Loopy kernel with the source's arguments and launch geometry."""
+    import loopy as lp
+
+    g = case.group_size[0]
+    arrays = _names(case.class_name, case.variant)
+    args = [lp.GlobalArg(a, dtype, shape=("n",)) for a, dtype, _ in arrays]
+    args.append(lp.ValueArg("n", np.int32))
+    out = next(a for a, _, written in arrays if written)
+    knl = lp.make_kernel("{[i]: 0 <= i < n}", f"{out}[i] = 0", args,
+                         name=kernel_name(case), assumptions=f"n >= {g} and n mod {g} = 0",
+                         lang_version=(2018, 2))
+    return lp.split_iname(knl, "i", g, outer_tag="g.0", inner_tag="l.0")
+
+
+def transfer_sizes(variant: str, p: int, group) -> list[dict]:
+    """No case to launch: copies are timed by measure_transfers."""
+    return []
+
+
+def _sizes_for(sizes: Sizes, cls: str):
+    def sizes_of(variant: str, p: int, group) -> list[dict]:
+        if cls == "empty":
+            return [{"n": n} for n in sizes.empty]
+        if cls == "wgsize":
+            g = group[0]
+            return [{"n": g * max(1, round(sizes.reference / g))}]
+        count = int(variant.rsplit(":", 1)[1])
+        if cls == "access":
+            return [{"n": sizes.reference}]
+        points = [{"n": sizes.reference}]
+        if count in (sizes.op_counts[0], sizes.op_counts[-1]):
+            points += [{"n": n} for n in sizes.sweep if n != sizes.reference]
+        return points
+    return sizes_of
+
+
+def _suite(name: str) -> Suite:
+    sizes = SIZES[name]
+    op_variants = tuple(f"{k}:{t}:{c}" for k, t in OPS for c in sizes.op_counts)
+    access_variants = tuple(f"{s}:{d}:{c}:{n}" for s, d, c in ACCESSES
+                            for n in sizes.access_counts
+                            if n <= READ_ARRAYS or (d, c) not in (("read", "coalesced"),
+                                                                  ("write", "coalesced")))
+    common = dict(section="Pöppl–Herz", build=_stand_in, p_choices=(0,), dtypes=(),
+                  source=source_of)
+    return Suite(name, (
+        KernelClass("empty", variants=("",), sizes=_sizes_for(sizes, "empty"),
+                    group_sizes=((GROUP, 1),), **common),
+        KernelClass("op", variants=op_variants, sizes=_sizes_for(sizes, "op"),
+                    group_sizes=((GROUP, 1),), **common),
+        KernelClass("access", variants=access_variants, sizes=_sizes_for(sizes, "access"),
+                    group_sizes=((GROUP, 1),), **common),
+        KernelClass("transfer", variants=("to", "from"), sizes=transfer_sizes,
+                    group_sizes=((1, 1),), **common),
+        KernelClass("wgsize", variants=("",), sizes=_sizes_for(sizes, "wgsize"),
+                    group_sizes=tuple((g, 1) for g in WG_SIZES), **common),
+    ))
+
+
+SUITE = _suite("poppl-herz")
+SUITE_CPU = _suite("poppl-herz-cpu")
+
+
+# {{{ host <-> device copies
+
+def measure_transfers(backend, store, copies: tuple[int, ...], *, suite: str = "poppl-herz",
+                      runs: int = 30, drop: int = 4, progress=None) -> int:
+    """Time copies of each size in *copies* (bytes) to and from the device of *backend*
+    (an OpenCL backend) by the timing protocol, into *store* as rows of *suite*, class
+    "transfer"; rows already stored are skipped. Rows added."""
+    from kernelcast.errors import KernelcastError, UsageError
+    from kernelcast.measure.campaign import failure_fields
+    from kernelcast.measure.store import measurement_key
+    from kernelcast.version import __version__
+
+    if backend.name != "opencl":
+        raise UsageError("the Pöppl–Herz copies are timed through OpenCL (--backend opencl)")
+    done, added = store.keys(), 0
+    for direction in ("to", "from"):
+        for nbytes in copies:
+            name = f"transfer[{direction}]/bytes={nbytes}"
+            params = {"bytes": nbytes}
+            key = measurement_key(name, None, "", params, backend.identity, __version__)
+            if key in done:
+                continue
+            row = {"key": key, "case_name": name, "suite": suite,
+                   "kernel_class": "transfer", "variant": direction, "params": params,
+                   "group_size": [1, 1], "p": 0, "t": 0, "dtype": None,
+                   "kernelcast_version": __version__, "code_sha256": None,
+                   "build_options": ""}
+            try:
+                timing = backend.time_copies(nbytes, direction, runs=runs, drop=drop)
+                row.update(status=timing.status, min_s=timing.min, median_s=timing.median,
+                           times_s=list(timing.times), dropped=timing.drop,
+                           attempts=timing.attempts, spreads=list(timing.spreads))
+            except KernelcastError as err:
+                row.update(failure_fields(err))
+            if store.add(row) is not None:
+                added += 1
+                if progress is not None:
+                    what = (f"min {row['min_s'] * 1e6:.1f} µs" if row.get("min_s")
+                            else row["status"])
+                    print(f"{name}: {what}", file=progress, flush=True)
+    return added
+
+# }}}

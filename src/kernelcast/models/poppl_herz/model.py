@@ -1,0 +1,336 @@
+"""Pöppl & Herz's static model of OpenCL kernels behind the model interface.
+
+t = tTransfer(nWI, sWI) + tBase(nWI) + Σ_op W_op(n_op)·t_op(nWI) / U(nWG, nXU)
+
+with tBase = c_base·nWI + c_fixed, t_op = c_op·nWI, W_op the two-piece curve of
+kernelcast.models.poppl_herz.curves, U the fraction of SIMD lanes a work-group fills, and
+tTransfer = bytes/bw + latency for each direction. Counts n_op come from the OpenCL source
+(kernelcast.frontends.opencl): operations by kind and type, and global accesses by
+direction and class. Every parameter is fitted from the microbenchmarks of
+kernelcast.models.poppl_herz.benchmarks; nXU is given or measured from the work-group
+benchmark. ``classes=False`` is the slides' "simple" model: every global access costs what
+a coalesced one does.
+
+``predict`` gives the kernel's run time (what kernelcast measures and every other model
+predicts); ``transfer`` gives the copies, which ``table`` adds for the slides' total.
+
+Public names: PopplHerzModel, OpenCLWorkload, workload_of.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernelcast.errors import KernelcastError, UncountedWarning
+from kernelcast.models.base import Model, register
+from kernelcast.models.poppl_herz import benchmarks as bench
+from kernelcast.models.poppl_herz.curves import (
+    Line,
+    Piecewise,
+    fit_line,
+    fit_piecewise,
+    fit_simd_width,
+    fit_slope,
+    utilization,
+)
+
+INTEGER = ("int", "uint", "long", "ulong")
+FIT_SUITES = {"measurement": "poppl-herz", "measurement-cpu": "poppl-herz-cpu",
+              "poppl-herz": "poppl-herz", "poppl-herz-cpu": "poppl-herz-cpu"}
+
+
+@dataclass(frozen=True)
+class OpenCLWorkload:
+    """One launch of an OpenCL kernel: its counts (kernelcast.frontends.opencl's
+    KernelCounts), work-items, work-items per work-group and bytes copied each way."""
+
+    counts: object
+    work_items: int
+    group: int
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+def workload_of(workload, params: dict) -> OpenCLWorkload:
+    """An OpenCLWorkload from *workload* (one already, KernelCounts, OpenCL source text, or
+    a suite case whose class gives its source) and *params*: ``global_size`` and
+    ``local_size`` (sequences), or for a suite case its ``n`` (the global size along each
+    dimension the kernel uses) and group size; ``bytes_in``/``bytes_out`` default to one
+    element per work-item of every global array read / written."""
+    from kernelcast.frontends.opencl import TYPE_BYTES, count_kernel
+
+    if isinstance(workload, OpenCLWorkload):
+        return workload
+    case = None
+    if hasattr(workload, "kclass"):
+        case = workload
+        if case.kclass.source is None:
+            raise KernelcastError(f"{case.name} has no OpenCL source for the poppl-herz "
+                                  "model")
+        workload = case.kclass.source(case)
+    counts = count_kernel(workload) if isinstance(workload, str) else workload
+    if "global_size" in params:
+        work_items = math.prod(int(v) for v in params["global_size"])
+        group = math.prod(int(v) for v in params.get("local_size", (1,)))
+    elif case is not None:
+        work_items = int(case.params["n"]) ** max(counts.work_dims, 1)
+        group = math.prod(case.group_size[:max(counts.work_dims, 1)])
+    else:
+        raise KernelcastError("the poppl-herz model needs the global size (global_size)")
+    read = sum(TYPE_BYTES[t] for _, t, pointer, space, _ in counts.arguments
+               if pointer and space == "global")
+    written = {array for array, space, direction, *_ in counts.access_list
+               if space == "global" and direction == "write"}
+    out = sum(TYPE_BYTES[t] for name, t, pointer, space, _ in counts.arguments
+              if pointer and space == "global" and name in written)
+    bytes_in = int(params.get("bytes_in", work_items * (read - out)))
+    bytes_out = int(params.get("bytes_out", work_items * out))
+    return OpenCLWorkload(counts, work_items, group, bytes_in, bytes_out)
+
+
+@register
+class PopplHerzModel(Model):
+    """Pöppl & Herz's model. *classes*: price global accesses by access class (the
+    slides' cache-aware model) or all as coalesced (their simple model). *simd_width*:
+    nXU; None measures it from the work-group-size benchmark."""
+
+    name = "poppl-herz"
+    summary = "Pöppl & Herz's static model of OpenCL source from microbenchmarks"
+    workload = "opencl"
+
+    def __init__(self, *, classes: bool = True, simd_width: int | None = None):
+        self.classes = classes
+        self.simd_width = simd_width
+
+    @classmethod
+    def fit_suites(cls, suite: str) -> tuple[str, ...]:
+        if suite not in FIT_SUITES:
+            raise KernelcastError(f"the poppl-herz model is fitted from its own "
+                                  f"microbenchmarks, not from the {suite} suite")
+        return (FIT_SUITES[suite],)
+
+    # {{{ fitting
+
+    def fit(self, dataset) -> PopplHerzModel:
+        by_class: dict[str, list[tuple]] = {}
+        for case, seconds in zip(dataset.cases, dataset.seconds, strict=True):
+            by_class.setdefault(case.class_name, []).append((case, float(seconds)))
+        missing = {"empty", "op", "access", "wgsize", "transfer"} - set(by_class)
+        if missing:
+            raise KernelcastError(f"the poppl-herz model needs the microbenchmark classes "
+                                  f"{sorted(missing)}; measure the poppl-herz suite first")
+        suite = dataset.cases[0].suite
+        reference = bench.SIZES[suite].reference
+        self.transfer_ = {d: fit_line(*zip(*[(c.params["bytes"], t)
+                                              for c, t in by_class["transfer"]
+                                              if c.variant == d], strict=True))
+                          for d in ("to", "from")}
+        empty = sorted((c.params["n"], t) for c, t in by_class["empty"])
+        self.base_ = fit_line(*zip(*empty, strict=True))
+        wg = sorted((c.group_size[0], t / c.params["n"]) for c, t in by_class["wgsize"])
+        measured_simd = fit_simd_width(*zip(*wg, strict=True))
+        self.simd_width_ = int(self.simd_width or measured_simd)
+        self.terms_, report = {}, {"simd_width_measured": measured_simd, "clipped": []}
+        self._fit_ops(by_class["op"], reference, report)
+        self._fit_accesses(by_class["access"], reference, report)
+        self._set_fitted(dataset, {"criterion": "per-curve least squares on the "
+                                   "microbenchmarks (relative)", "solver": [], **report})
+        return self
+
+    def _fit_ops(self, rows, reference, report):
+        """c_op: the cost of one more operation per work-item between the fewest and the
+        most operations, over the swept work-item counts; W(n) = 1 + (t(n) − t(1)) /
+        (c_op·nWI) at the reference count (W(1) = 1: t_op prices one operation)."""
+        times: dict[str, dict[tuple[int, int], float]] = {}
+        for case, t in rows:
+            kind, typ, count = case.variant.split(":")
+            times.setdefault(f"{kind}:{typ}", {})[int(count), case.params["n"]] = t
+        for key, grid in times.items():
+            counts = sorted({count for count, n in grid if n == reference})
+            low, high = counts[0], counts[-1]
+            sweep = sorted(n for count, n in grid if count == high and (low, n) in grid)
+            c = fit_slope(sweep, [(grid[high, n] - grid[low, n]) / (high - low)
+                                  for n in sweep])
+            if c <= 0:
+                report["clipped"].append(key)
+                curve = fit_piecewise(counts, counts)
+                c = 0.0
+            else:
+                curve = fit_piecewise(counts, [
+                    1 + (grid[n, reference] - grid[low, reference]) / (c * reference)
+                    for n in counts])
+            if key == "convert:float":  # a step converts float -> int -> float
+                self.terms_["convert:int"] = (c / 2, curve)
+                c = c / 2
+            self.terms_[key] = (c, curve)
+
+    def _ops_cost(self, counts, work_items) -> float:
+        """Seconds of the operations of *counts* (KernelCounts) at *work_items*."""
+        return sum(self._term(self._curve_key(key), n, work_items) or 0.0
+                   for key, n in counts.ops.items())
+
+    def _fit_accesses(self, rows, reference, report):
+        """Δ(k): a benchmark with k accesses less its baseline, the empty kernel for
+        stores and the kernel that only stores one constant for loads (less the cost of
+        the operations that add the loaded values up); c = Δ(k_max)/(k_max·nWI), W(k) =
+        Δ(k)/(c·nWI), so W(0) = 0 and a first access that hides under the base cost is
+        free."""
+        from kernelcast.frontends.opencl import count_kernel
+
+        times = {case.variant: (case, t) for case, t in rows}
+        baseline = {"write": self.base_(reference),
+                    "read": times["global:write:coalesced:1"][1]}
+        deltas: dict[str, dict[int, float]] = {}
+        for variant, (case, t) in times.items():
+            space, direction, cls, count = variant.split(":")
+            spent = baseline[direction]
+            if direction == "read":
+                spent += self._ops_cost(count_kernel(bench.source_of(case)), reference)
+            deltas.setdefault(f"{space}:{direction}:{cls}", {})[int(count)] = t - spent
+        for key, by_count in deltas.items():
+            counts = sorted(by_count)
+            c = by_count[counts[-1]] / (counts[-1] * reference)
+            if c <= 0:
+                report["clipped"].append(key)
+                self.terms_[key] = (0.0, fit_piecewise(counts, counts))
+                continue
+            self.terms_[key] = (c, fit_piecewise(counts, [by_count[k] / (c * reference)
+                                                          for k in counts]))
+
+    # }}}
+
+    # {{{ prediction
+
+    def _curve_key(self, key: str) -> str | None:
+        """The fitted term that prices *key*: itself, its integer family's (int), or for
+        an access under the simple model the coalesced one of its direction."""
+        parts = key.split(":")
+        if len(parts) == 3:  # an access: SPACE:DIRECTION:CLASS
+            space, direction, cls = parts
+            if space == "private":
+                return None
+            if space == "constant":
+                space = "global"
+            if not self.classes:
+                cls = "coalesced"
+            key = f"{space}:{direction}:{cls}"
+        elif parts[-1] in INTEGER:
+            key = f"{parts[0]}:int"
+        return key
+
+    def _term(self, key: str, count: float, work_items: int) -> float | None:
+        """W(count)·c·nWI of the fitted term *key*; None where there is none."""
+        if key not in self.terms_:
+            return None
+        c, curve = self.terms_[key]
+        return max(curve(count), 0.0) * c * work_items
+
+    def priced(self, counts) -> dict[str, tuple[str, float]]:
+        """The counts of *counts* (KernelCounts) gathered by what prices them: part name
+        -> (fitted term, count). Integer types share int's terms; __constant arrays are
+        priced as global ones; the simple model gathers a direction's accesses of every
+        class into one part priced as coalesced. Private accesses are free."""
+        gathered: dict[str, list] = {}
+        for key, n in {**counts.ops, **counts.accesses}.items():
+            term = self._curve_key(key)
+            if not n or term is None:
+                continue
+            name = key if self.classes or key.count(":") != 2 else key.rsplit(":", 1)[0]
+            entry = gathered.setdefault(name, [term, 0.0])
+            entry[1] += n
+        return {name: (term, n) for name, (term, n) in gathered.items()}
+
+    def parts(self, workload, params: dict) -> dict[str, float]:
+        """Seconds of the base cost and of every counted operation and access (after the
+        work-group factor); uncounted kinds are left out with an UncountedWarning."""
+        self.check_fitted()
+        load = workload_of(workload, params)
+        u = utilization(load.group, self.simd_width_)
+        parts, missing = {"base": self.base_(load.work_items)}, []
+        for name, (term, n) in self.priced(load.counts).items():
+            seconds = self._term(term, n, load.work_items)
+            if seconds is None:
+                missing.append(name)
+            elif seconds:
+                parts[name] = seconds / u
+        if missing:
+            warnings.warn(f"the poppl-herz model has no microbenchmark for "
+                          f"{sorted(missing)}; they count as zero", UncountedWarning,
+                          stacklevel=3)
+        return parts
+
+    def explain(self, workload, params: dict) -> dict[str, float]:
+        parts = self.parts(workload, params)
+        return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
+
+    def transfer(self, workload, params: dict) -> dict[str, float]:
+        """Seconds of the copies to and from the device."""
+        self.check_fitted()
+        load = workload_of(workload, params)
+        return {"to": self.transfer_["to"](load.bytes_in) if load.bytes_in else 0.0,
+                "from": self.transfer_["from"](load.bytes_out) if load.bytes_out else 0.0}
+
+    def details(self, workload, params: dict) -> dict:
+        load = workload_of(workload, params)
+        return {"work_items": load.work_items, "group": load.group,
+                "utilization": utilization(load.group, self.simd_width_),
+                "simd_width": self.simd_width_}
+
+    def table(self, workload, params: dict) -> list[tuple[str, str, float | None]]:
+        """The slides' qualitative table: (cost type, count in kernel, microseconds)."""
+        load = workload_of(workload, params)
+        parts = self.parts(load, params)
+        priced = self.priced(load.counts)
+        rows = [(name, f"{priced[name][1]:g}", parts.get(name, 0.0) * 1e6)
+                for name in sorted(priced, key=lambda k: -parts.get(k, 0.0))]
+        free = {**load.counts.ops, **load.counts.accesses}
+        rows += [(key, f"{n:g}", 0.0) for key, n in sorted(free.items())
+                 if n and key.startswith("private:")]
+        copies = self.transfer(load, params)
+        kernel = sum(parts.values())
+        rows += [("base cost", "1", parts["base"] * 1e6),
+                 ("work-group size", str(load.group), None),
+                 ("work-group factor U", f"{utilization(load.group, self.simd_width_):.3f}",
+                  None),
+                 ("kernel", "", kernel * 1e6),
+                 ("transfer to device", f"{load.bytes_in} B", copies["to"] * 1e6),
+                 ("transfer from device", f"{load.bytes_out} B", copies["from"] * 1e6),
+                 ("final prediction", "", (kernel + sum(copies.values())) * 1e6)]
+        return rows
+
+    def predict_dataset(self, dataset) -> np.ndarray:
+        self.check_fitted()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncountedWarning)
+            return np.array([self.seconds(dataset.cases[i], dataset.params(i))
+                             for i in range(len(dataset))])
+
+    # }}}
+
+    # {{{ profiles
+
+    def fitted_state(self) -> dict:
+        self.check_fitted()
+        return {"simd_width": self.simd_width_,
+                "base": self.base_.to_dict(),
+                "transfer": {d: line.to_dict() for d, line in self.transfer_.items()},
+                "terms": {key: {"c": c, "curve": curve.to_dict()}
+                          for key, (c, curve) in sorted(self.terms_.items())}}
+
+    def restore(self, state: dict) -> None:
+        try:
+            self.simd_width_ = int(state["simd_width"])
+            self.base_ = Line(**state["base"])
+            self.transfer_ = {d: Line(**state["transfer"][d]) for d in ("to", "from")}
+            self.terms_ = {str(key): (float(entry["c"]), Piecewise(**entry["curve"]))
+                           for key, entry in state["terms"].items()}
+        except (KeyError, TypeError, ValueError) as err:
+            raise KernelcastError(f"the poppl-herz profile is incomplete: {err}") from None
+        if self.simd_width_ < 1:
+            raise KernelcastError("the poppl-herz profile's simd_width is not positive")
+
+    # }}}

@@ -1,0 +1,181 @@
+"""Fuzzing the OpenCL C front-end: seeded random mutations (token and character level:
+deletions, duplications, swaps, inserted words and characters, truncations) of valid
+kernels must either count or raise OpenCLSourceError with a position inside the text —
+never any other exception (no lark error, RecursionError, IndexError, ...)."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+from kernelcast.frontends.opencl import OpenCLSourceError, count_kernel, parse_opencl
+
+CASES = 10_000
+TIME_LIMIT_S = 50.0
+SOURCES = [
+    """#define HEIGHT 1024
+#define WIDTH 1024
+__kernel void random_realistic_17(__global const float *restrict matrix,
+                                  __global const float *restrict xxx,
+                                  __global float *restrict res)
+{
+    int x = get_global_id(0);
+    int y = get_global_id(1);
+    res[y * WIDTH + x] = ((x / (xxx[x & 0x7F] / (matrix[(1 % HEIGHT) * WIDTH + (361 % WIDTH)]
+        * matrix[y * WIDTH + x]))) * xxx[y & 0x7F]) + 747.18744f;
+}
+""",
+    """kernel void sq_mod(global float *matrix, global float *res, unsigned int m, unsigned int n) {
+    size_t current_pos = get_global_id(0);
+    unsigned int current_row = current_pos / n;
+    unsigned int current_col = current_pos % n;
+    res[current_pos] = matrix[current_row * n + current_col]
+        * matrix[current_row * n + current_col] - matrix[current_col];
+}
+""",
+    """#define TILE 16
+/* tiled product */
+__kernel void mm(__global const float *A, __global const float *B, __global float *C, int n) {
+    __local float As[TILE][TILE];
+    int tx = get_local_id(0), ty = get_local_id(1);
+    int col = get_global_id(0), row = get_global_id(1);
+    float acc = 0.0f;
+    for (int t = 0; t < 64; t++) {
+        As[ty][tx] = A[row * n + t * TILE + tx];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * B[(t * TILE + k) * n + col];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    C[row * n + col] = acc;
+}
+""",
+    """__constant float w[3] = {0.25f, 0.5f, 0.25f};
+__kernel void blur(__global const uchar *in, __global float *out, const uint n) {
+    uint i = get_global_id(0);
+    float s = 0;   // weighted sum
+    for (int d = -1; d <= 1; d++)
+        s += w[d + 1] * (float)in[clamp((int)i + d, 0, (int)n - 1)];
+    if (i < n && s > 0.5f) out[i] = sqrt(s); else out[i] = -s;
+    out[i] += i > 3 ? fma(s, 2.0, 1.0) : (double)s / 3;
+    i++;
+}
+""",
+    """kernel void bits(global int *a, local int *scratch, long k) {
+    int x = get_global_id(0) << 1 | 1;
+    int lid = get_local_id(0);
+    scratch[lid] = a[x % 4096] ^ ~x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int v[4] = {1, 2, 3, 4};
+    for (int j = 3; j >= 0; j -= 1) { v[j] <<= 2; v[j] >>= 1; v[j] %= 3; }
+    a[x] = scratch[(lid + 1) & 63] + v[x & 3] + (int)(k >> 2) - !x + (x != 0 || x < 5);
+    return;
+}
+""",
+]
+TOKEN = re.compile(r"\s+|/\*.*?\*/|//[^\n]*|#\w+|[A-Za-z_]\w*|[0-9.]+[fFuUlLxX0-9a-fA-F]*"
+                   r"|<<=|>>=|[-+*/%&|^<>=!]=|\+\+|--|&&|\|\||<<|>>|.", re.S)
+ALPHABET = ("[](){}<>:;,=+-*/%&|^!~?#.'\"\\\n\t 0123456789abcfxyzAFLUX_"
+            "\x00\u00e9\u2014\U0001f600")
+WORDS = ["while", "for", "if", "else", "do", "switch", "break", "return", "goto", "float4",
+         "int", "uint", "long", "double", "half", "unsigned", "const", "__global", "__local",
+         "__constant", "__kernel", "void", "restrict", "#define N 3\n", "#define F(x) x\n",
+         "#include <x.h>\n", "#pragma unroll\n", "/*", "*/", "//", "\\\n", "9" * 40,
+         "0x7F", "1e400f", "0.5", "get_global_id(0)", "get_local_id(1)", "get_global_id(n)",
+         "barrier(CLK_LOCAL_MEM_FENCE);", "sqrt(", "foo(", "a[", "]", "[0][0]", "{", "}",
+         "(", ")", ";", ",", "?", ":", "=", "+=", "<<=", "++", "--", "*", "&", "/0", "% 0",
+         "(float)", "(int)", "x", "i", "n", "N", "TILE", "-"]
+
+
+CLASSES = [re.compile(r"[A-Za-z_]\w*"), re.compile(r"[0-9.]\w*"),
+           re.compile(r"<<=|>>=|[-+*/%&|^]=|="), re.compile(r"&&|\|\||<<|>>|[<>!=]=|[-+*/%&|^<>]")]
+
+
+def same_class(toks: list[str], rng: random.Random) -> None:
+    """Replace a token by another of its class (name, number, assignment, operator): the
+    result often still parses, so the semantic checks get exercised too."""
+    i = rng.randrange(len(toks))
+    for cls in CLASSES:
+        if cls.fullmatch(toks[i]):
+            others = [t for t in toks if cls.fullmatch(t)]
+            toks[i] = rng.choice(others + ["x", "n", "0", "7", "2.5f", "1024", "-"])
+            return
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        if r < 0.35:
+            toks = TOKEN.findall(text) or [""]
+            same_class(toks, rng)
+            text = "".join(toks)
+        elif r < 0.7:  # token level
+            toks = TOKEN.findall(text) or [""]
+            i = rng.randrange(len(toks))
+            op = rng.randrange(5)
+            if op == 0:
+                del toks[i]
+            elif op == 1:
+                toks.insert(i, toks[i])
+            elif op == 2:
+                j = rng.randrange(len(toks))
+                toks[i], toks[j] = toks[j], toks[i]
+            elif op == 3:
+                toks.insert(i, " " + rng.choice(WORDS) + " ")
+            else:
+                toks[i] = rng.choice(toks)
+            text = "".join(toks)
+        else:  # character level
+            n = len(text)
+            i = rng.randrange(n + 1)
+            op = rng.randrange(5)
+            if op == 0 and n:
+                text = text[:i] + text[i + rng.randint(1, 8):]
+            elif op == 1:
+                j = min(n, i + rng.randint(1, 40))
+                text = text[:j] + text[i:j] + text[j:]
+            elif op == 2 and n > 1:
+                j = rng.randrange(n)
+                a, b = sorted((i % n, j))
+                text = text[:a] + text[b] + text[a + 1:b] + text[a] + text[b + 1:]
+            elif op == 3:
+                text = text[:i] + rng.choice(ALPHABET) + text[i:]
+            else:
+                text = text[:i]
+    return text
+
+
+def check(text: str) -> bool:
+    """Count every kernel of ``text``; True if all counted, False on OpenCLSourceError."""
+    try:
+        unit = parse_opencl(text, path="fuzz.cl")
+        for name in unit.kernels:
+            count_kernel(unit, name)
+        return True
+    except OpenCLSourceError as e:
+        assert e.path == "fuzz.cl" and e.message, text
+        lines = text.split("\n")
+        assert e.line is not None and 1 <= e.line <= len(lines), (str(e), text)
+        assert 1 <= e.column <= len(lines[e.line - 1]) + 1, (str(e), text)
+        return False
+    except Exception as e:  # noqa: BLE001 -- any other exception is the finding
+        raise AssertionError(f"{type(e).__name__}: {e}\n--- input ---\n{text}") from e
+
+
+def test_the_seed_kernels_count():
+    for source in SOURCES:
+        assert check(source), source
+
+
+def test_fuzz_only_opencl_source_errors():
+    rng = random.Random(20261125)
+    start = time.perf_counter()
+    counted = 0
+    for case in range(CASES):
+        counted += check(mutate(rng.choice(SOURCES), rng))
+        assert time.perf_counter() - start < TIME_LIMIT_S, f"only {case} cases"
+    elapsed = time.perf_counter() - start
+    print(f"opencl fuzz: {CASES} cases ({counted} counted) in {elapsed:.1f} s")
+    assert 0 < counted < CASES

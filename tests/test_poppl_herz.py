@@ -1,0 +1,297 @@
+"""The Pöppl–Herz model: its curves on data with a known answer, the slides' U, the model
+fitted end to end from microbenchmarks measured on PoCL (committed under data/pocl/, and a
+few measured here for real), its profile, the simple variant, and `kernelcast predict` on a
+.cl file."""
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelcast.cli import main
+from kernelcast.errors import KernelcastError, NotFittedError
+from kernelcast.fitting.dataset import load_dataset
+from kernelcast.measure.store import Store
+from kernelcast.models import PopplHerzModel, get_model
+from kernelcast.models.poppl_herz import benchmarks as bench
+from kernelcast.models.poppl_herz.curves import (
+    fit_line,
+    fit_piecewise,
+    fit_simd_width,
+    utilization,
+)
+from kernelcast.profile import load_profile, save_profile
+
+PACKED = Path(__file__).resolve().parent.parent / "data" / "pocl" / "poppl-herz.sqlite.xz"
+
+KERNEL = """#define WIDTH 1024
+__kernel void sample(__global const float *restrict matrix,
+                     __global const float *restrict xxx,
+                     __global float *restrict res)
+{
+    int x = get_global_id(0);
+    int y = get_global_id(1);
+    res[y * WIDTH + x] = matrix[y * WIDTH + x] * xxx[x & 0x7F] + matrix[x * WIDTH + y] / 3.5f;
+}
+"""
+
+
+# {{{ curves
+
+def test_a_line_through_exact_points_is_found():
+    line = fit_line([1, 2, 4, 8], [3, 5, 9, 17])
+    assert line.slope == pytest.approx(2) and line.intercept == pytest.approx(1)
+
+
+def test_the_two_piece_curve_finds_a_known_saturation_point():
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128], float)
+    truth = np.where(n <= 16, 0.8 * n ** 0.6 + 0.2, 0.25 * n + 1.0)
+    curve = fit_piecewise(n, truth)
+    assert curve.n_sat == 16
+    assert curve.b == pytest.approx(0.6, abs=1e-3)
+    assert curve.a2 == pytest.approx(0.25, abs=1e-6)
+    assert [curve(v) for v in n] == pytest.approx(truth, rel=1e-4)
+    assert curve(0) == 0.0
+
+
+def test_a_straight_line_needs_no_saturation_point():
+    n = np.array([1, 2, 4, 8, 16], float)
+    curve = fit_piecewise(n, 2 * n)
+    assert [curve(v) for v in n] == pytest.approx(2 * n, rel=1e-6)
+    assert curve(64) == pytest.approx(128, rel=1e-3)  # beyond: the tangent
+
+
+def _slides_u(n_wg, n_xu):
+    """U exactly as the slides write it: A + B."""
+    lo, hi = n_wg // n_xu, math.ceil(n_wg / n_xu)
+    return lo / hi + (n_wg % n_xu) / n_xu * (hi - lo) / hi
+
+
+@pytest.mark.parametrize("n_xu", [1, 8, 16, 32])
+def test_u_is_the_slides_formula(n_xu):
+    for n_wg in range(1, 1025):
+        assert utilization(n_wg, n_xu) == pytest.approx(_slides_u(n_wg, n_xu), rel=1e-12)
+    assert utilization(64, 32) == 1.0 and utilization(48, 32) == 0.75
+
+
+@pytest.mark.parametrize("width", [8, 16, 32])
+def test_the_simd_width_is_recovered_from_times_shaped_by_u(width):
+    groups = list(range(1, 65)) + list(range(80, 1025, 16))
+    rng = np.random.default_rng(1)
+    seconds = [2e-3 / utilization(g, width) * (1 + 0.02 * rng.standard_normal())
+               for g in groups]
+    assert fit_simd_width(groups, seconds) == width
+
+# }}}
+
+
+# {{{ the model fitted on PoCL microbenchmarks (committed)
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    import lzma
+
+    store = tmp_path_factory.mktemp("pocl") / "poppl-herz.sqlite"
+    store.write_bytes(lzma.open(PACKED).read())
+    with Store(store) as opened:
+        return load_dataset(opened, "poppl-herz-cpu")
+
+
+@pytest.fixture(scope="module")
+def fitted(dataset):
+    return PopplHerzModel().fit(dataset)
+
+
+def test_the_committed_store_holds_every_microbenchmark(dataset):
+    classes = set(dataset.info.kernel_class)
+    assert classes == {"empty", "op", "access", "wgsize", "transfer"}
+    assert {c.name for c in bench.SUITE_CPU.cases()} <= set(dataset.info.case_name)
+    assert (dataset.info.kernel_class == "transfer").sum() == 2 * len(
+        bench.SIZES["poppl-herz-cpu"].copies)
+
+
+def test_an_unfitted_model_refuses_to_predict():
+    with pytest.raises(NotFittedError):
+        PopplHerzModel().predict(KERNEL, {"global_size": [64, 64]})
+
+
+def test_two_fits_are_bit_identical(dataset, fitted):
+    again = PopplHerzModel().fit(dataset)
+    assert json.dumps(again.fitted_state()) == json.dumps(fitted.fitted_state())
+
+
+def test_the_fit_has_a_term_for_every_measured_op_and_access(fitted):
+    keys = {f"{k}:{t}" for k, t in bench.OPS} | {"convert:int"}
+    keys |= {":".join(a) for a in bench.ACCESSES}
+    assert keys <= set(fitted.terms_)
+    assert fitted.base_.slope > 0 and fitted.base_.intercept > 0
+    assert fitted.transfer_["to"].slope > 0 and fitted.transfer_["from"].slope > 0
+    assert all(c >= 0 for c, _ in fitted.terms_.values())
+
+
+def test_a_fit_without_copies_is_refused(dataset):
+    keep = (dataset.info.kernel_class != "transfer").to_numpy()
+    with pytest.raises(KernelcastError, match="transfer"):
+        PopplHerzModel().fit(dataset.subset(keep))
+
+
+def test_explain_sums_to_predict_and_work_scales_it(fitted):
+    small = {"global_size": [256, 256], "local_size": [16, 16]}
+    large = {"global_size": [1024, 1024], "local_size": [16, 16]}
+    parts = fitted.explain(KERNEL, small)
+    assert sum(parts.values()) == pytest.approx(fitted.predict(KERNEL, small), rel=1e-12)
+    assert "base" in parts and "div:float" in parts
+    assert "global:read:interval" in parts and "global:read:complex" in parts
+    assert fitted.predict(KERNEL, large) > 4 * fitted.predict(KERNEL, small) * 0.5
+
+
+def test_a_work_group_that_fills_fewer_lanes_costs_more(fitted):
+    width = fitted.simd_width_
+    if width == 1:
+        pytest.skip("this device's measured SIMD width is 1: U is always 1")
+    full = fitted.predict(KERNEL, {"global_size": [width * 64, 64], "local_size": [width, 1]})
+    part = fitted.predict(KERNEL, {"global_size": [width * 64 - 64, 64],
+                                   "local_size": [width - 1, 1]})
+    assert part > full * (width - 1) / width
+
+
+def test_the_simple_model_prices_every_read_as_coalesced(dataset, fitted):
+    simple = PopplHerzModel(classes=False).fit(dataset)
+    params = {"global_size": [512, 512], "local_size": [16, 16]}
+    parts = simple.explain(KERNEL, params)
+    assert not any(k.endswith((":interval", ":complex", ":constant", ":coalesced"))
+                   for k in parts)
+    c, curve = fitted.terms_["global:read:coalesced"]
+    work_items = 512 * 512
+    assert parts["global:read"] == pytest.approx(curve(3) * c * work_items, rel=1e-12)
+    assert simple.predict(KERNEL, params) != fitted.predict(KERNEL, params)
+
+
+def test_the_profile_round_trips(fitted, tmp_path):
+    path = tmp_path / "ph.json"
+    save_profile(fitted, path)
+    loaded = load_profile(path)
+    params = {"global_size": [300, 200], "local_size": [10, 20]}
+    assert loaded.predict(KERNEL, params) == fitted.predict(KERNEL, params)
+    assert loaded.fitted_state() == fitted.fitted_state()
+
+
+def test_the_qualitative_table_has_the_slides_rows(fitted):
+    rows = fitted.table(KERNEL, {"global_size": [1024, 1024], "local_size": [32, 8]})
+    names = [r[0] for r in rows]
+    for wanted in ("base cost", "work-group size", "transfer to device",
+                   "transfer from device", "final prediction", "div:float"):
+        assert wanted in names
+    final = rows[names.index("final prediction")][2]
+    parts = [r[2] for r in rows if r[0] in ("kernel", "transfer to device",
+                                            "transfer from device")]
+    assert final == pytest.approx(sum(parts))
+
+# }}}
+
+
+# {{{ measured here, for real, on PoCL
+
+def test_microbenchmarks_and_copies_run_on_pocl(pocl, tmp_path):
+    from kernelcast.measure.campaign import run_campaign, suite_jobs
+
+    cases = [c for c in bench.SUITE_CPU.cases()
+             if c.variant in ("add:float:4", "global:read:interval:2",
+                              "global:write:coalesced:2") and c.params["n"] == 2**16]
+    cases += [next(c for c in bench.SUITE_CPU.cases() if c.class_name == "empty")]
+    with Store(tmp_path / "ph.sqlite", pocl.identity) as store:
+        result = run_campaign(suite_jobs(cases), pocl, store, runs=6, drop=2, progress=None)
+        added = bench.measure_transfers(pocl, store, (4096, 65536), suite="poppl-herz-cpu",
+                                        runs=6, drop=2)
+        rows = store.rows()
+        codes = {store.code(r["code_sha256"]) for r in rows if r["code_sha256"]}
+    assert result.statuses.get("ok", 0) + result.statuses.get("unstable", 0) == len(cases)
+    assert added == 4
+    assert {r["kernel_class"] for r in rows} == {"op", "access", "empty", "transfer"}
+    assert any("(i + 1) & 0x7F" in code for code in codes)  # the source, not Loopy's
+
+# }}}
+
+
+# {{{ the command line
+
+@pytest.fixture(scope="module")
+def profile(fitted, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ph") / "ph.json"
+    save_profile(fitted, path)
+    return path
+
+
+@pytest.fixture()
+def kernel_file(tmp_path):
+    path = tmp_path / "sample.cl"
+    path.write_text(KERNEL)
+    return path
+
+
+def test_predict_prints_the_slides_table(profile, kernel_file, capsys):
+    code = main(["predict", str(kernel_file), "--profile", str(profile),
+                 "--global-size", "1024", "1024", "--local-size", "32", "8"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "cost type" in out and "final prediction" in out and "div:float" in out
+    assert "work-group factor U" in out
+
+
+def test_predict_json_sums(profile, kernel_file, capsys):
+    main(["predict", str(kernel_file), "--profile", str(profile), "--global-size", "512",
+          "512", "--local-size", "16", "16", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert sum(doc["breakdown"].values()) == pytest.approx(doc["seconds"])
+    assert doc["kernel"] == "sample"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "needs --global-size"),
+    (["--global-size", "100", "--local-size", "3"], "not a multiple"),
+    (["--global-size", "64", "64", "--local-size", "8"], "as many numbers"),
+    (["--global-size", "64", "--param", "n=4"], "--param and --stat are for Loopy"),
+])
+def test_predict_refuses_bad_opencl_flags(profile, kernel_file, capsys, extra, message):
+    code = main(["predict", str(kernel_file), "--profile", str(profile), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_syntax_error_in_the_source_is_one_line(profile, tmp_path, capsys):
+    bad = tmp_path / "bad.cl"
+    bad.write_text("__kernel void k(__global float *a) {\n  a[0] = 1.0f\n}\n")
+    code = main(["predict", str(bad), "--profile", str(profile), "--global-size", "64"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "bad.cl:3:" in err
+
+
+def test_a_loopy_profile_refuses_a_cl_file(kernel_file, capsys):
+    paper = Path(__file__).resolve().parent.parent / "data" / "profiles"
+    path = next(paper.glob("*-paper.json"))
+    code = main(["predict", str(kernel_file), "--profile", str(path), "--global-size", "64"])
+    assert code == 2 and "poppl-herz" in capsys.readouterr().err
+
+# }}}
+
+
+def test_calibrate_then_predict_end_to_end_on_pocl(pocl_device, tmp_path, capsys):
+    """The whole CPU suite of microbenchmarks and copies measured on PoCL, the model
+    fitted from them and a .cl kernel predicted with the profile."""
+    db, prof = tmp_path / "ph.sqlite", tmp_path / "ph.json"
+    code = main(["calibrate", "--model", "poppl-herz", "--device", pocl_device.name,
+                 "--db", str(db), "--profile", str(prof), "--runs", "8"])
+    assert code == 0, capsys.readouterr().err[-2000:]
+    model = load_profile(prof)
+    assert model.name == "poppl-herz"
+    assert model.provenance_["suites"] == ["poppl-herz-cpu"]
+    kernel = tmp_path / "k.cl"
+    kernel.write_text(KERNEL)
+    capsys.readouterr()
+    assert main(["predict", str(kernel), "--profile", str(prof), "--global-size", "256",
+                 "256", "--local-size", "16", "16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["seconds"] > 0 and doc["transfer"]["to"] > 0
