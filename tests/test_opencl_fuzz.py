@@ -10,6 +10,7 @@ import re
 import time
 
 from kernelcast.frontends.opencl import OpenCLSourceError, count_kernel, parse_opencl
+from tests.mutations import edit_characters, edit_tokens
 
 CASES = 10_000
 TIME_LIMIT_S = 50.0
@@ -113,37 +114,10 @@ def mutate(text: str, rng: random.Random) -> str:
             text = "".join(toks)
         elif r < 0.7:  # token level
             toks = TOKEN.findall(text) or [""]
-            i = rng.randrange(len(toks))
-            op = rng.randrange(5)
-            if op == 0:
-                del toks[i]
-            elif op == 1:
-                toks.insert(i, toks[i])
-            elif op == 2:
-                j = rng.randrange(len(toks))
-                toks[i], toks[j] = toks[j], toks[i]
-            elif op == 3:
-                toks.insert(i, " " + rng.choice(WORDS) + " ")
-            else:
-                toks[i] = rng.choice(toks)
+            edit_tokens(toks, rng, WORDS)
             text = "".join(toks)
         else:  # character level
-            n = len(text)
-            i = rng.randrange(n + 1)
-            op = rng.randrange(5)
-            if op == 0 and n:
-                text = text[:i] + text[i + rng.randint(1, 8):]
-            elif op == 1:
-                j = min(n, i + rng.randint(1, 40))
-                text = text[:j] + text[i:j] + text[j:]
-            elif op == 2 and n > 1:
-                j = rng.randrange(n)
-                a, b = sorted((i % n, j))
-                text = text[:a] + text[b] + text[a + 1:b] + text[a] + text[b + 1:]
-            elif op == 3:
-                text = text[:i] + rng.choice(ALPHABET) + text[i:]
-            else:
-                text = text[:i]
+            text = edit_characters(text, rng, ALPHABET)
     return text
 
 

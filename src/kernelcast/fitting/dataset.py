@@ -82,7 +82,8 @@ class Dataset:
         bakes the sizes into the code (``KernelClass.sized_code``: its params only
         label the case)."""
         case = self.cases[i]
-        return {} if case.kclass.sized_code else case.params
+        sized = getattr(getattr(case, "kclass", None), "sized_code", False)
+        return {} if sized else case.params
 
     def subset(self, mask) -> Dataset:
         """The cases where the boolean array *mask* is true, sharing the cache."""

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kernelcast.frontends.positioned import describe_terminal, end_position
+
 from .errors import OpenCLSourceError
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -68,13 +70,7 @@ def _parser():
 
 
 def _describe(name: str) -> str:
-    if name in _NAMED:
-        return _NAMED[name]
-    try:
-        pattern = _parser().get_terminal(name).pattern
-    except KeyError:
-        return name
-    return f"'{pattern.value}'" if pattern.type == "str" else name
+    return describe_terminal(_parser(), name, _NAMED)
 
 
 def _expected(names) -> str:
@@ -98,11 +94,6 @@ def _expected(names) -> str:
     return "expected one of " + ", ".join(described)
 
 
-def _end_position(text: str) -> tuple[int, int]:
-    line = text.count("\n") + 1
-    return line, len(text) - (text.rfind("\n") + 1) + 1
-
-
 def _syntax_error(exc, text: str, path: str, line: int | None = None) -> OpenCLSourceError:
     """Map a lark error to a positioned error; ``line`` replaces lark's line when the
     text is one #define value (padded to its column)."""
@@ -119,7 +110,7 @@ def _syntax_error(exc, text: str, path: str, line: int | None = None) -> OpenCLS
     token = getattr(exc, "token", None)
     expected = _expected(getattr(exc, "expected", None) or ())
     if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
-        l, c = _end_position(text)
+        l, c = end_position(text)
         got = "end of input"
     else:
         l, c = token.line, token.column
@@ -260,7 +251,7 @@ def parse_opencl(text: str, path: str = "<source>") -> OpenCLUnit:
         else:
             globals_.append(item)
     if not kernels:
-        line, column = _end_position(text)
+        line, column = end_position(text)
         raise OpenCLSourceError(path, line, column, "no __kernel function in the source")
     return OpenCLUnit(path, text, tuple(kernels), {n: m.value for n, m in macros.items()},
                       macros, kernels, tuple(globals_))
@@ -277,6 +268,6 @@ def load_opencl(path) -> OpenCLUnit:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = _end_position(data[:exc.start].decode("utf-8", "replace"))
+        line, column = end_position(data[:exc.start].decode("utf-8", "replace"))
         raise OpenCLSourceError(name, line, column, "the file is not UTF-8 text") from None
     return parse_opencl(text, name)

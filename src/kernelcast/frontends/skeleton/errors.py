@@ -5,27 +5,9 @@ Public names: SkeletonError.
 
 from __future__ import annotations
 
-from kernelcast.errors import UsageError
+from kernelcast.frontends.positioned import SourceError
 
 
-class SkeletonError(UsageError):
+class SkeletonError(SourceError):
     """A code skeleton (or its sample file) is malformed: a syntax error or a semantic
-    one (undeclared array, index rank mismatch, undefined macro, unknown type, ...).
-
-    ``str()`` is ``"path:line:column: message"`` (``"path: message"`` when the problem has
-    no position, e.g. an unreadable file); line and column count from 1."""
-
-    def __init__(self, path: str, line: int | None, column: int | None, message: str):
-        self.path = path
-        self.line = line
-        self.column = column
-        self.message = message
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        if self.line is None:
-            return f"{self.path}: {self.message}"
-        return f"{self.path}:{self.line}:{self.column}: {self.message}"
-
-    def __reduce__(self):
-        return (type(self), (self.path, self.line, self.column, self.message))
+    one (undeclared array, index rank mismatch, undefined macro, unknown type, ...)."""

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kernelcast.errors import UsageError
+from kernelcast.frontends.positioned import describe_terminal, end_position
 
 from .errors import SkeletonError
 from .ir import Skeleton
@@ -29,13 +30,7 @@ def _parser():
 
 
 def _describe(name: str) -> str:
-    if name in _NAMED:
-        return _NAMED[name]
-    try:
-        pattern = _parser().get_terminal(name).pattern
-    except KeyError:
-        return name
-    return f"'{pattern.value}'" if pattern.type == "str" else name
+    return describe_terminal(_parser(), name, _NAMED)
 
 
 def _expected(names) -> str:
@@ -45,11 +40,6 @@ def _expected(names) -> str:
     if len(described) == 1:
         return f"expected {described[0]}"
     return "expected one of " + ", ".join(described)
-
-
-def _end_position(text: str) -> tuple[int, int]:
-    line = text.count("\n") + 1
-    return line, len(text) - (text.rfind("\n") + 1) + 1
 
 
 def _syntax_error(exc, text: str, path: str) -> SkeletonError:
@@ -69,7 +59,7 @@ def _syntax_error(exc, text: str, path: str) -> SkeletonError:
     token = getattr(exc, "token", None)
     expected = _expected(getattr(exc, "expected", None) or ())
     if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
-        line, column = _end_position(text)
+        line, column = end_position(text)
         got = "end of input"
     else:
         line, column = token.line, token.column
@@ -106,7 +96,7 @@ def parse_skeleton(text: str, path: str = "<string>",
     except lark.exceptions.UnexpectedInput as exc:
         raise _syntax_error(exc, text, path) from None
     try:
-        return build(tree, path, defines, _end_position(text))
+        return build(tree, path, defines, end_position(text))
     except RecursionError:
         raise SkeletonError(path, 1, 1, "the skeleton is nested too deeply") from None
 
@@ -122,6 +112,6 @@ def load_skeleton(path, defines: Mapping[str, int] | None = None) -> Skeleton:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = _end_position(data[:exc.start].decode("utf-8", "replace"))
+        line, column = end_position(data[:exc.start].decode("utf-8", "replace"))
         raise SkeletonError(name, line, column, "the file is not UTF-8 text") from None
     return parse_skeleton(text, name, defines)
