@@ -1,7 +1,7 @@
 """What the text front-ends (skeletons, OpenCL C) share: an error that names a place in
 the source, and the description of a lark parser's expected terminals.
 
-Public names: SourceError, describe_terminal, end_position.
+Public names: SourceError, describe_terminal, end_position, unexpected_token.
 """
 
 from __future__ import annotations
@@ -46,3 +46,12 @@ def end_position(text: str) -> tuple[int, int]:
     """The (line, column) just after the last character of *text*."""
     line = text.count("\n") + 1
     return line, len(text) - (text.rfind("\n") + 1) + 1
+
+
+def unexpected_token(exc, text: str) -> tuple[int, int, str, int | None]:
+    """Where lark's parse error *exc* on *text* happened: (line, column, what was found,
+    the token's offset in the text or None at the end of input)."""
+    token = getattr(exc, "token", None)
+    if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
+        return (*end_position(text), "end of input", None)
+    return token.line, token.column, f"'{token}'", getattr(token, "start_pos", None)

@@ -2,8 +2,8 @@
 
 ``measure_suite`` measures the empty kernel's launch overhead first, then, for every class
 without a given p, the smallest allowed p whose smallest case runs at least that long, and
-then every case of the suite at those sizes (and, for the Pöppl–Herz microbenchmarks, the
-host↔device copies), through kernelcast.measure.campaign (which
+then every case of the suite at those sizes (and what else the suite measures,
+``Suite.measure_extra``), through kernelcast.measure.campaign (which
 resumes, checks references, and records failures as statuses), or through *campaign*, a
 function called as run_campaign is (kernelcast.tune.distributed.campaign_on: spread over
 several devices).
@@ -74,6 +74,7 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
                   group_set=None, classes=None, progress=STDERR, campaign=run_campaign,
                   **options):
     """Measure every case of *suite* (optionally only *classes*) into *store*."""
+    extra = suite.measure_extra if not classes or "transfer" in classes else None
     if classes:
         suite = Suite(suite.name, tuple(suite.kernel_class(c) for c in classes))
     progress = progress_stream(progress)
@@ -87,9 +88,6 @@ def measure_suite(suite, backend, store: Store, *, p: dict | None = None, dtypes
     cases = suite.cases(sizes, dtypes, group_set)
     result = campaign(suite_jobs(cases), backend, store, progress=progress, earlier=probes,
                       **options)
-    if suite.name.startswith("poppl-herz") and (not classes or "transfer" in classes):
-        from kernelcast.models.poppl_herz.benchmarks import SIZES, measure_transfers
-
-        result.measured += measure_transfers(backend, store, SIZES[suite.name].copies,
-                                             suite=suite.name, progress=progress)
+    if extra is not None:
+        result.measured += extra(backend, store, progress=progress)
     return result

@@ -157,10 +157,13 @@ class KernelClass:
 
 @dataclass(frozen=True)
 class Suite:
-    """A named collection of kernel classes."""
+    """A named collection of kernel classes; *measure_extra(backend, store, progress=...)*,
+    where given, measures what the suite needs that is not a kernel (the Pöppl–Herz
+    suites' host↔device copies) after its cases, and returns the rows it added."""
 
     name: str
     classes: tuple[KernelClass, ...]
+    measure_extra: Callable | None = field(default=None, compare=False, repr=False)
 
     def kernel_class(self, name: str) -> KernelClass:
         for kclass in self.classes:

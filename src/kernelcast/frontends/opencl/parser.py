@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kernelcast.frontends.positioned import describe_terminal, end_position
+from kernelcast.frontends.positioned import describe_terminal, end_position, unexpected_token
 
 from .errors import OpenCLSourceError
 
@@ -107,16 +107,10 @@ def _syntax_error(exc, text: str, path: str, line: int | None = None) -> OpenCLS
         if text.startswith("/*", pos):
             return at(exc.line, exc.column, "unterminated comment ('/*' without '*/')")
         return at(exc.line, exc.column, f"unexpected character {text[pos]!r}")
-    token = getattr(exc, "token", None)
     expected = _expected(getattr(exc, "expected", None) or ())
-    if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
-        l, c = end_position(text)
-        got = "end of input"
-    else:
-        l, c = token.line, token.column
-        got = f"'{token}'"
-        if text.startswith("/*", token.start_pos or 0):
-            return at(l, c, "unterminated comment ('/*' without '*/')")
+    l, c, got, start = unexpected_token(exc, text)
+    if got != "end of input" and text.startswith("/*", start or 0):
+        return at(l, c, "unterminated comment ('/*' without '*/')")
     return at(l, c, f"{expected}, got {got}" if expected else f"unexpected {got}")
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kernelcast.errors import UsageError
-from kernelcast.frontends.positioned import describe_terminal, end_position
+from kernelcast.frontends.positioned import describe_terminal, end_position, unexpected_token
 
 from .errors import SkeletonError
 from .ir import Skeleton
@@ -56,17 +56,10 @@ def _syntax_error(exc, text: str, path: str) -> SkeletonError:
             # listing it would mislead, so only the character is named.
             message = f"unexpected character {text[pos]!r}"
         return SkeletonError(path, exc.line, exc.column, message)
-    token = getattr(exc, "token", None)
     expected = _expected(getattr(exc, "expected", None) or ())
-    if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
-        line, column = end_position(text)
-        got = "end of input"
-    else:
-        line, column = token.line, token.column
-        got = f"'{token}'"
-        start = getattr(token, "start_pos", None)
-        if start is not None and text.startswith("/*", start):
-            return SkeletonError(path, line, column, "unterminated comment ('/*' without '*/')")
+    line, column, got, start = unexpected_token(exc, text)
+    if start is not None and text.startswith("/*", start):
+        return SkeletonError(path, line, column, "unterminated comment ('/*' without '*/')")
     message = f"{expected}, got {got}" if expected else f"unexpected {got}"
     return SkeletonError(path, line, column, message)
 

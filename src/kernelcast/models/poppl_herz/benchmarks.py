@@ -29,6 +29,7 @@ measure_transfers, transfer_jobs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -205,6 +206,7 @@ def _suite(name: str) -> Suite:
                                                                   ("write", "coalesced")))
     common = dict(section="Pöppl–Herz", build=_stand_in, p_choices=(0,), dtypes=(),
                   source=source_of)
+    extra = functools.partial(measure_transfers, copies=sizes.copies, suite=name)
     return Suite(name, (
         KernelClass("empty", variants=("",), sizes=_sizes_for(sizes, "empty"),
                     group_sizes=((GROUP, 1),), **common),
@@ -216,11 +218,9 @@ def _suite(name: str) -> Suite:
                     group_sizes=((1, 1),), **common),
         KernelClass("wgsize", variants=("",), sizes=_sizes_for(sizes, "wgsize"),
                     group_sizes=tuple((g, 1) for g in WG_SIZES), **common),
-    ))
+    ), measure_extra=extra)
 
 
-SUITE = _suite("poppl-herz")
-SUITE_CPU = _suite("poppl-herz-cpu")
 
 
 # {{{ host <-> device copies
@@ -266,3 +266,7 @@ def measure_transfers(backend, store, copies: tuple[int, ...], *, suite: str = "
     return added
 
 # }}}
+
+
+SUITE = _suite("poppl-herz")
+SUITE_CPU = _suite("poppl-herz-cpu")
