@@ -8,10 +8,14 @@ on one device, then every model judged on the random kernels.
       preferred work-group multiple, date).
   evaluate (anywhere, no device): fits the Pöppl–Herz model (both variants) from
       DIR/poppl-herz.sqlite and the paper and extended models from DIR/opencl.sqlite,
-      resolves Hong–Kim's hardware, predicts every timed random kernel and writes
+      resolves Hong–Kim's and GROPHECY's hardware (GROPHECY projects each kernel's
+      code skeleton at its launch, RandomKernel.grophecy_workload), predicts every timed
+      random kernel and writes
       DIR/random-eval.json: per model and set, the fraction with 0.7 < predicted/measured
       < 1.3, the geometric-mean relative error and every ratio (for the scatter plots).
-      No random kernel is in any fitting set.
+      The Loopy models also predict each kernel's OpenCL source directly, from its paper
+      properties (kernelcast.frontends.opencl.properties), and are compared with their
+      predictions of the Loopy twin. No random kernel is in any fitting set.
 
 Run:  python benchmarks/poppl_herz.py measure --out data/h100 [--device NVIDIA] [--cpu]
           [--count 600] [--only microbenchmarks|random]
@@ -33,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 SETS = ("realistic", "unrestricted")
-MODELS = ("poppl-herz", "poppl-herz-simple", "paper", "extended", "hong-kim")
+MODELS = ("poppl-herz", "poppl-herz-simple", "paper", "extended", "hong-kim", "grophecy")
 
 
 def _suite_names(cpu: bool) -> tuple[str, list[str], str]:
@@ -103,33 +107,80 @@ def _store(directory: Path, name: str) -> Path:
     return unpacked
 
 
-def _ratios(model, dataset, unextracted: set) -> list[float]:
+def _ratios(model, dataset, unextracted: set, workloads=None) -> list[float]:
     """predicted/measured per case; NaN where the model has no prediction (a Loopy
-    twin whose properties could not be extracted in time)."""
-    loopy = model.workload != "opencl"
+    twin whose properties could not be extracted in time). *workloads*: what the model
+    predicts instead of each case's own (the OpenCL source's properties)."""
+    loopy = model.workload == "kernel"
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i, case in enumerate(dataset.cases):
-            if loopy and (case.suite, case.kernel_name) in unextracted:
+            if workloads is not None:
+                workload = workloads[i]
+            elif loopy and (case.suite, case.kernel_name) in unextracted:
+                workload = None
+            elif model.workload == "skeleton":
+                workload = _random_kernel(case).grophecy_workload()
+            else:
+                workload = dataset.properties(i) if loopy else case
+            if workload is None:
                 out.append(float("nan"))
                 continue
-            workload = dataset.properties(i) if loopy else case
             seconds = model.seconds(workload, dataset.params(i))
             out.append(float(seconds / dataset.seconds[i]))
     return out
 
 
+def _random_kernel(case):
+    from kernelcast.suites.random_kernels import random_kernel
+
+    return random_kernel(case.suite.split("-")[1], int(case.variant), case.params["n"])
+
+
+def _source_properties(dataset) -> list:
+    """The paper properties of each case's OpenCL source at its launch (None where the
+    mapping refuses it)."""
+    from kernelcast.frontends.opencl.properties import opencl_properties
+
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for case in dataset.cases:
+            n = case.params["n"]
+            try:
+                out.append(opencl_properties(case.kclass.source(case), (n, n),
+                                             case.group_size))
+            except Exception as err:  # noqa: BLE001 - recorded as not predicted
+                print(f"{case.name}: no properties of the source: {err}", flush=True)
+                out.append(None)
+    return out
+
+
+def _agreement(source, twin) -> dict:
+    """How the predictions from the OpenCL source compare with those of the twin."""
+    import numpy as np
+
+    r = np.asarray(source, dtype=float) / np.array(twin, dtype=float)  # None is NaN
+    r = r[np.isfinite(r)]
+    dev = np.abs(r - 1)
+    return {"kernels": len(r), "equal_1pct": float(np.mean(dev < 0.01)),
+            "within_10pct": float(np.mean(dev < 0.10)),
+            "median_deviation": float(np.median(dev)), "max_deviation": float(dev.max())}
+
+
 def _tags(case) -> list[str]:
     """What a random kernel has that may make it hard to predict (for the breakdown of
-    failures): complex global reads, integer division or remainder, a work-group size
-    that is not a multiple of 32, its size."""
+    failures): complex or interval global reads, integer division or remainder, a
+    work-group size that is not a multiple of 32, its size."""
     from kernelcast.frontends.opencl import count_kernel
 
     counts = count_kernel(case.kclass.source(case))
     tags = [f"n={case.params['n']}"]
     if counts.accesses.get("global:read:complex"):
         tags.append("complex reads")
+    tags.append("interval reads" if counts.accesses.get("global:read:interval")
+                else "no interval read")
     if counts.ops.get("div:int") or counts.ops.get("mod:int"):
         tags.append("int div/mod")
     if (case.group_size[0] * case.group_size[1]) % 32:
@@ -179,8 +230,11 @@ def _fitted(name, directory: Path, cpu: bool):
         with Store(_store(directory, "poppl-herz")) as store:
             return model.fit(load_dataset(store, micro))
     model = get_model(name)
-    if name == "hong-kim" and cpu:
-        raise RuntimeError("the Hong–Kim model describes GPUs")
+    if name in ("hong-kim", "grophecy") and cpu:
+        raise RuntimeError(f"the {name} model describes GPUs")
+    if name == "grophecy":
+        with Store(_store(directory, "random")) as store:
+            return model.fit(load_dataset(store, _suite_names(cpu)[1][0]))
     with Store(_store(directory, "opencl")) as store:
         return model.fit(load_dataset(store, model_class(name).fit_suites(measurement)))
 
@@ -272,7 +326,7 @@ def evaluate(args) -> int:
             data[name], stale[name] = _current(
                 store, load_dataset(store, name, cache=DiskPropertyCache()))
     unextracted = set()
-    if any(not m.startswith("poppl-herz") for m in args.models):
+    if any(not m.startswith("poppl-herz") and m != "grophecy" for m in args.models):
         unextracted = _warm([c for d in data.values() for c in d.cases], args.jobs)
     result = {"device": json.loads((directory / "device.json").read_text()),
               "evaluated": dt.date.today().isoformat(), "stale_rows_left_out": stale,
@@ -280,6 +334,13 @@ def evaluate(args) -> int:
               "tags": {s: [_tags(c) for c in d.cases] for s, d in zip(SETS, data.values(),
                                                                      strict=True)},
               "models": {}}
+    sources = {}
+    if any(not m.startswith("poppl-herz") and m != "grophecy" for m in args.models):
+        start = time.monotonic()
+        sources = {s: _source_properties(d) for s, d in zip(SETS, data.values(),
+                                                               strict=True)}
+        print(f"properties of the OpenCL sources: {time.monotonic() - start:.0f} s",
+              flush=True)
     for name in args.models:
         start = time.monotonic()
         try:
@@ -297,6 +358,18 @@ def evaluate(args) -> int:
             print(f"{name} {set_name}: {s['kernels']} kernels, within 0.7-1.3: "
                   f"{s['within_30pct']:.0%}, geomean error {s['geomean_rel_error']:.0%}, "
                   f"median ratio {s['median_ratio']:.2f}", flush=True)
+            if model.workload != "kernel":
+                continue
+            ratios = _ratios(model, dataset, unextracted, sources[set_name])
+            source = _summary(ratios, dataset.info, dataset.seconds)
+            del source["variants"], source["measured_s"]  # the twin's, above
+            source["versus_twin"] = _agreement(ratios, s["ratios"])
+            s["opencl_source"] = source
+            o = s["opencl_source"]
+            print(f"{name} {set_name} from the OpenCL source: within 0.7-1.3 "
+                  f"{o['within_30pct']:.0%}, geomean error {o['geomean_rel_error']:.0%}; "
+                  f"equal to the twin's (1%) {o['versus_twin']['equal_1pct']:.0%}",
+                  flush=True)
         result["models"][name] = {"fit_seconds": round(fitted, 1), "sets": per_set,
                                   "predict_seconds": round(time.monotonic() - start
                                                            - fitted, 1)}

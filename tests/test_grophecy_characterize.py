@@ -197,6 +197,18 @@ def test_grophecy_is_a_model_of_skeletons():
     assert again.predict(path, {}) == best.seconds
 
 
+def test_skeletons_parsed_from_text_are_projected_each_on_its_own():
+    """The search is cached per skeleton, not per path: two texts share "<string>"."""
+    from kernelcast.frontends.skeleton import parse_skeleton
+
+    texts = [(EXAMPLES / f"{name}.sk").read_text() for name in ("matmul", "transpose")]
+    model = get_model("grophecy", hardware="c1060").fit()
+    shared = [model.predict(parse_skeleton(t), {}) for t in texts]
+    alone = [get_model("grophecy", hardware="c1060").fit().predict(parse_skeleton(t), {})
+             for t in texts]
+    assert shared == alone and shared[0] != shared[1]
+
+
 def _projected(name, gpu, layout):
     ch = _characterize(name, gpu, layout)
     return estimate(load_hardware(gpu), ch.workload)

@@ -269,12 +269,6 @@ def test_a_syntax_error_in_the_source_is_one_line(profile, tmp_path, capsys):
     assert code == 2 and err.count("\n") == 0 and "bad.cl:3:" in err
 
 
-def test_a_loopy_profile_refuses_a_cl_file(kernel_file, capsys):
-    paper = Path(__file__).resolve().parent.parent / "data" / "profiles"
-    path = next(paper.glob("*-paper.json"))
-    code = main(["predict", str(kernel_file), "--profile", str(path), "--global-size", "64"])
-    assert code == 2 and "poppl-herz" in capsys.readouterr().err
-
 # }}}
 
 

@@ -405,3 +405,111 @@ def test_the_twin_counts_the_operations_of_the_c_expression():
              f("+", x, m))  # 2 adds (the subtraction and this sum), a free cast
     counts = extract_properties(rk.loopy_twin(tree, "counted", 256, (32, 8))).evaluate({})
     assert counts["add_f32"] == 5 * 256 ** 2 and counts["mul_f32"] == 4 * 256 ** 2
+
+
+# {{{ GROPHECY skeletons
+
+def _array_reads(tree):
+    """The tree's array reads in source (pre-)order, found by walking it: (array, C index
+    functions of (x, y, n)). Independent of skeleton_source."""
+    reads = []
+    for node in rk.walk(tree):
+        if isinstance(node, rk.Matrix):
+            def dim(sub, wrap=not node.plain):  # [x][y], [y][x] or [I % N][J % N]
+                def at(x, y, n):
+                    value = rk.evaluate(sub, x, y, n, None, None, exact=True)
+                    return value % n if wrap else value
+                return at
+            reads.append(("matrix", (dim(node.row), dim(node.col)), (node.row, node.col)))
+        elif isinstance(node, rk.Lookup):
+            def lut(sub=node.index):
+                return lambda x, y, n: (rk.evaluate(sub, x, y, n, None, None, exact=True)
+                                        & 127)
+            reads.append(("xxx", (lut(),), (node.index,)))
+    return reads
+
+
+def _float_ops(tree):
+    return sum(1 for node in rk.walk(tree) if isinstance(node, rk.BinOp)
+               and node.dtype == "float")
+
+
+def _coordinates(node):
+    return {n.name for n in rk.walk(node) if isinstance(n, rk.Var)}
+
+
+@pytest.mark.parametrize("set_name", rk.SETS)
+def test_the_skeleton_describes_the_tree(set_name):
+    """Arrays, loads (in order, with the C index values where affine, the coordinates read
+    where indirect), comp = float operations, the store and the loop space."""
+    from kernelcast.frontends.skeleton import Affine, Indirect, parse_skeleton
+
+    rng = np.random.default_rng(0)
+    for kernel in _kernels(set_name, 25):
+        n = kernel.n
+        skeleton = parse_skeleton(kernel.skeleton_source())
+        floats = {a.name: a.dims for a in skeleton.arrays if a.dtype == "float"}
+        assert floats == {"matrix": (n, n), "xxx": (128,), "res": (n, n)}
+        assert all(a.dtype == "int" for a in skeleton.arrays if a.name not in floats)
+        (pfor,) = skeleton.kernels
+        assert pfor.dims == (n, n) and pfor.indices == ("y", "x")
+        accesses = pfor.accesses()
+        loads, store = accesses[:-1], accesses[-1]
+        assert store.kind == "st" and store.array == "res"
+        assert store.indices == (Affine({"y": 1}), Affine({"x": 1}))
+        reads = _array_reads(kernel.tree)
+        assert [(a.kind, a.array) for a in loads] == [("ld", r[0]) for r in reads]
+        x, y = rng.integers(0, n, 64), rng.integers(0, n, 64)
+        for access, (_, functions, nodes) in zip(loads, reads):
+            for index, function, node in zip(access.indices, functions, nodes):
+                if isinstance(index, Affine):
+                    assert np.array_equal(index.value({"x": x, "y": y}), function(x, y, n))
+                else:
+                    assert isinstance(index, Indirect) and _coordinates(node)
+                    assert {str(i) for i in index.indices} == _coordinates(node)
+        comps = [s for s in pfor.body if type(s).__name__ == "Comp"]
+        assert sum(c.count for c in comps) == _float_ops(kernel.tree)
+        assert skeleton.macro("FLOPS") == _float_ops(kernel.tree) * n * n
+
+
+def test_a_masked_index_of_the_coordinates_is_indirect_and_a_literal_one_constant():
+    from kernelcast.frontends.skeleton import Affine, Indirect, parse_skeleton
+
+    kernel = rk.random_kernel("unrestricted", 1)  # reads xxx[(x * x) & 0x7F], xxx[2 & 0x7F]
+    assert "xxx[(x * x) & 0x7F]" in kernel.expression
+    assert "xxx[2 & 0x7F]" in kernel.expression
+    (pfor,) = parse_skeleton(kernel.skeleton_source()).kernels
+    xxx = [a.indices[0] for a in pfor.accesses() if a.array == "xxx"]
+    lookups = [n.index for n in rk.walk(kernel.tree) if isinstance(n, rk.Lookup)]
+    assert len(xxx) == len(lookups)
+    for index, node in zip(xxx, lookups):
+        if _coordinates(node):
+            assert isinstance(index, Indirect)
+        else:
+            assert index == Affine({}, node.value & 127)
+    assert any(isinstance(i, Indirect) and [str(j) for j in i.indices] == ["x"]
+               for i in xxx)
+
+
+def test_the_grophecy_layout_is_the_launch():
+    for set_name in rk.SETS:
+        for kernel in _kernels(set_name, 20):
+            layout = kernel.grophecy_layout()
+            assert layout.block[::-1] == kernel.group  # parallel_for(...) : y, x
+            assert layout.fold == (1, 1) and layout.stages == () and layout.cached == ()
+            assert not layout.unroll
+
+
+def test_grophecy_projects_the_launch_of_every_kind_of_kernel():
+    from kernelcast.models.grophecy.model import GrophecyModel
+
+    model = GrophecyModel(hardware="h100").fit()
+    for set_name in rk.SETS:
+        for kernel in _kernels(set_name, 20):
+            workload = kernel.grophecy_workload()
+            seconds = model.predict(workload, {})
+            assert np.isfinite(seconds) and seconds > 0
+            gx, gy = kernel.group
+            assert model.details(workload, {})["layout"]["block"].startswith(f"{gy}×{gx} ")
+
+# }}}

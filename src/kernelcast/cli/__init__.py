@@ -225,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "or the Hong–Kim model")
     _kernel_args(p, opencl=True)
     _param(p, "the kernel's sizes (every size parameter it has; not for a .cl file)")
-    _model_args(p, fitted, "a fitted profile (any model; for a .cl file, poppl-herz)")
+    _model_args(p, fitted, "a fitted profile (any model; a .cl file is predicted by "
+                           "poppl-herz from its counts, by the others from its paper "
+                           "properties)")
     p.add_argument("--global-size", nargs="+", type=positive_int, metavar="N",
                    help="a .cl kernel's global work size, one number per dimension")
     p.add_argument("--local-size", nargs="+", type=positive_int, metavar="N",
@@ -233,11 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: 1 in each)")
     p.add_argument("--kernel-name", help="the kernel of a .cl file that has several")
     p.add_argument("--bytes-in", type=positive_int, metavar="B",
-                   help="a .cl kernel's bytes copied to the device (default: one element "
-                        "per work-item of each global array it reads)")
+                   help="poppl-herz: a .cl kernel's bytes copied to the device (default: "
+                        "one element per work-item of each global array it reads)")
     p.add_argument("--bytes-out", type=positive_int, metavar="B",
-                   help="bytes copied back (default: one element per work-item of each "
-                        "global array it writes)")
+                   help="poppl-herz: bytes copied back (default: one element per "
+                        "work-item of each global array it writes)")
     p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
                    help="hong-kim: registers per thread of this kernel, as the compiler "
                         "reports them (limits the blocks an SM holds)")

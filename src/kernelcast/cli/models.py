@@ -62,10 +62,7 @@ def _opencl_flags(args) -> bool:
             raise UsageError("a .cl kernel needs --global-size")
         if args.local_size and len(args.local_size) != len(args.global_size):
             raise UsageError("--local-size needs as many numbers as --global-size")
-        if args.model not in (None, "poppl-herz"):
-            raise UsageError(f"a .cl kernel is predicted by the poppl-herz model, not "
-                             f"{args.model}")
-        if not args.profile:
+        if args.model == "poppl-herz" and not args.profile:
             raise UsageError("the poppl-herz model needs a --profile (kernelcast "
                              "calibrate --model poppl-herz)")
     else:
@@ -78,15 +75,11 @@ def _opencl_flags(args) -> bool:
     return opencl
 
 
-def _predict_opencl(args, model) -> int:
+def _opencl_counts(args):
     from pathlib import Path
 
     from kernelcast.frontends.opencl import count_kernel
-    from kernelcast.report import format_seconds
 
-    if model.workload != "opencl":
-        raise UsageError(f"the profile holds the {model.name} model, which predicts Loopy "
-                         "kernels; a .cl kernel needs a poppl-herz profile")
     try:
         text = Path(args.kernel).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -96,6 +89,13 @@ def _predict_opencl(args, model) -> int:
     for g, l in zip(args.global_size, local, strict=True):
         if g % l:
             raise UsageError(f"the global size {g} is not a multiple of the local size {l}")
+    return counts, local
+
+
+def _predict_opencl(args, model) -> int:
+    from kernelcast.report import format_seconds
+
+    counts, local = _opencl_counts(args)
     params = {"global_size": args.global_size, "local_size": local,
               **({"bytes_in": args.bytes_in} if args.bytes_in else {}),
               **({"bytes_out": args.bytes_out} if args.bytes_out else {})}
@@ -121,18 +121,32 @@ def _predict_opencl(args, model) -> int:
     return 0
 
 
+def _opencl_properties(args, model):
+    """The paper properties of a .cl kernel at its launch, for a Loopy-kernel model."""
+    from kernelcast.frontends.opencl.properties import opencl_properties
+
+    if args.bytes_in or args.bytes_out:
+        raise UsageError("--bytes-in and --bytes-out are for the poppl-herz model; the "
+                         f"{model.name} model predicts the kernel alone")
+    counts, local = _opencl_counts(args)
+    return opencl_properties(counts, args.global_size, local)
+
+
 def predict(args) -> int:
     from kernelcast.cli.kernels import kernel_properties
     from kernelcast.report import format_seconds
 
     opencl = _opencl_flags(args)
     model = _model(args)
-    if opencl:
+    if opencl and model.workload == "opencl":
         return _predict_opencl(args, model)
     if model.workload == "opencl":
         raise UsageError("a poppl-herz profile predicts OpenCL source: give a .cl file")
-    params = sizes(args.param)
-    props = kernel_properties(args.kernel, args.stat)
+    if opencl:
+        params, props = {}, _opencl_properties(args, model)
+    else:
+        params = sizes(args.param)
+        props = kernel_properties(args.kernel, args.stat)
     total = model.predict(props, params)  # refuses a time that is not positive
     parts = model.explain(props, params)
     details = model.details(props, params)

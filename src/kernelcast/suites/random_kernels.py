@@ -653,6 +653,55 @@ def _pymbolic_value(node: Node, n: int):
     return p.Remainder(left, right)
 
 
+# {{{ GROPHECY code skeletons
+
+def _affine_index(node: Node) -> dict | None:
+    """An int index tree as {"x": a, "y": b, "": c} (a*x + b*y + c), or None when it is not
+    affine: a product of two non-constant terms, or / or % with a non-constant operand.
+    Constant / and % fold as C computes them (the generator keeps their operands
+    non-negative)."""
+    if isinstance(node, Var):
+        return {node.name: 1}
+    if isinstance(node, IntLit):
+        return {"": node.value}
+    left, right = _affine_index(node.left), _affine_index(node.right)
+    if left is None or right is None:
+        return None
+    if node.op in ("+", "-"):
+        sign = 1 if node.op == "+" else -1
+        out = dict(left)
+        for k, v in right.items():
+            out[k] = out.get(k, 0) + sign * v
+        return {k: v for k, v in out.items() if v or not k}
+    if node.op == "*":
+        for a, b in ((left, right), (right, left)):
+            if set(a) <= {""}:
+                c = a.get("", 0)
+                return {k: c * v for k, v in b.items() if c * v or not k}
+        return None
+    if not set(left) | set(right) <= {""}:
+        return None
+    a, b = left.get("", 0), right.get("", 0)
+    return {"": a // b if node.op == "/" else a % b}
+
+
+def _affine_text(terms: dict) -> str:
+    """a*y + b*x + c in the skeleton language (y, x, then the constant)."""
+    parts = [{1: v, -1: f"-{v}"}.get(c, f"{c}*{v}") for v in ("y", "x")
+             if (c := terms.get(v, 0))]
+    if terms.get("", 0) or not parts:
+        parts.append(str(terms.get("", 0)))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def _index_vars(node: Node) -> list[str]:
+    """The work-item coordinates an index tree reads, in parallel_for order (y, x)."""
+    names = {n.name for n in walk(node) if isinstance(n, Var)}
+    return [v for v in ("y", "x") if v in names]
+
+# }}}
+
+
 @dataclass(frozen=True)
 class RandomKernel:
     """Kernel *index* of set *set* at size *n*: its OpenCL source, Loopy twin and NumPy
@@ -709,6 +758,94 @@ class RandomKernel:
         with np.errstate(all="ignore"):
             result = _grid(self.tree, n, matrix, np.asarray(args["xxx"]))
         return {"res": np.array(result, np.float32).reshape(-1)}
+
+    def skeleton_source(self) -> str:
+        """The kernel as a GROPHECY code skeleton (docs/grophecy-skeletons.md): matrix,
+        xxx and res declared, ``parallel_for(HEIGHT, WIDTH) : y, x``, one ``ld`` per array
+        read of the tree, ``comp`` = the tree's float operations, ``st res[y][x]``.
+
+        x is the last parallel index because GROPHECY (characterize._warp_points, realize)
+        makes the last index the fastest thread index (CUDA's x, Loopy's l.0), which is
+        OpenCL dimension 0 here. An index that is affine and stays in range (so ``% N`` or
+        ``& 0x7F`` changes nothing) is written as such, constants folded; any other is the
+        language's indirect form ``ld xxx[ixK[y][x]]``, reading an int array ixK indexed
+        by the coordinates the index depends on (declared, never loaded: the index is
+        computed in registers). GROPHECY then treats it as random where it varies across a
+        warp and as one value for the warp where it does not, which is what such an index
+        can be known to do without running it (docs/random-kernels.md)."""
+        n = self.n
+        indirect: dict[tuple[str, str], tuple[str, list[str]]] = {}
+
+        def index(node: Node, limit: int, kind: str) -> str:
+            """*node* masked (& 0x7F, limit 128) or wrapped (% N, limit N) as one index."""
+            terms = _affine_index(node)
+            if terms is not None and set(terms) <= {""}:
+                value = terms.get("", 0)
+                return str(value & (LOOKUP - 1) if kind == "&" else value % limit)
+            if terms is not None:  # its extremes over x, y in 0 .. n - 1
+                ends = [terms.get("", 0)] * 2
+                for k, c in terms.items():
+                    if k:
+                        ends = [ends[0] + min(0, c * (n - 1)),
+                                ends[1] + max(0, c * (n - 1))]
+                if 0 <= ends[0] and ends[1] < limit:
+                    return _affine_text(terms)
+            key = (kind, node.c(top=True))
+            if key not in indirect:
+                indirect[key] = (f"ix{len(indirect)}", _index_vars(node))
+            name, names = indirect[key]
+            return name + "".join(f"[{v}]" for v in names)
+
+        loads = []
+        for node in value_nodes(self.tree):
+            if isinstance(node, Matrix):
+                if node.plain:
+                    loads.append(f"ld matrix[{node.row.name}][{node.col.name}]")
+                else:
+                    loads.append(f"ld matrix[{index(node.row, n, '%')}]"
+                                 f"[{index(node.col, n, '%')}]")
+            elif isinstance(node, Lookup):
+                loads.append(f"ld xxx[{index(node.index, LOOKUP, '&')}]")
+        flops = sum(1 for node in value_nodes(self.tree)
+                    if isinstance(node, BinOp) and node.dtype == "float")
+        dims = {"y": "[HEIGHT]", "x": "[WIDTH]"}
+        lines = [f"/* {self.name}: work-groups {self.group[0]} x {self.group[1]} along "
+                 f"OpenCL dimensions 0 (x) and 1 (y), N = {n}.",
+                 " * x = get_global_id(0) is the last parallel index: GROPHECY's fastest "
+                 "thread index. */",
+                 f"#define HEIGHT {n}", f"#define WIDTH {n}",
+                 f"#define FLOPS {flops}*HEIGHT*WIDTH",
+                 "float matrix[HEIGHT][WIDTH]", f"float xxx[{LOOKUP}]",
+                 "float res[HEIGHT][WIDTH]"]
+        for (kind, text), (name, names) in indirect.items():
+            text = text if " " not in text else f"({text})"
+            wrap = "& 0x7F" if kind == "&" else "% N"
+            lines.append(f"// {name} = {text} {wrap}: not affine on the NDRange; computed, "
+                         "not loaded")
+            lines.append(f"int {name}" + "".join(dims[v] for v in names))
+        lines.append("parallel_for(HEIGHT, WIDTH) : y, x")
+        lines.append("{")
+        lines += [f"    {ld}" for ld in loads]
+        lines += [f"    comp {flops}", "    st res[y][x]", "}"]
+        return "\n".join(lines) + "\n"
+
+    def grophecy_layout(self):
+        """The GROPHECY Layout of the kernel as launched: block = the work-group along
+        (y, x), the skeleton's parallel_for order, one task per thread (no folding), no
+        staging, no shared memory, nothing unrolled (the kernel has no loops)."""
+        from kernelcast.models.grophecy.layouts import Layout
+
+        return Layout(block=(self.group[1], self.group[0]), fold=(1, 1), stages=(),
+                      cached=(), unroll=False)
+
+    def grophecy_workload(self):
+        """(parsed skeleton, layout): GrophecyModel's workload for this launch, e.g.
+        ``GrophecyModel(hardware="h100").fit().predict(k.grophecy_workload(), {})``."""
+        from kernelcast.frontends.skeleton import parse_skeleton
+
+        # a path that names the kernel, for messages
+        return (parse_skeleton(self.skeleton_source(), path=f"<{self.name} N={self.n}>"),
+                self.grophecy_layout())
 
 
 @lru_cache(maxsize=64)

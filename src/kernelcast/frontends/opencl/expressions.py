@@ -12,7 +12,7 @@ from __future__ import annotations
 from lark import Tree
 
 from .builtins import CONSTANTS, MATH, WORK_ITEM
-from .results import Access
+from .results import TYPE_BYTES, Access
 from .values import (
     CTYPES,
     INT_TYPES,
@@ -341,31 +341,35 @@ class Expressions:
 
     # -- accesses ------------------------------------------------------------------------
 
-    def record(self, var, direction, cls, tok, n):
+    def record(self, var, direction, cls, tok, n, idx=None):
         if n <= 0:
             return
         key = f"{var.space}:{direction}:{cls}"
         self.accesses[key] = self.accesses.get(key, 0.0) + n
-        self.records.append((tok.line, tok.column, len(self.records),
-                             Access(var.name, var.space, direction, cls, tok.line, n)))
+        stride = None
+        if idx is not None and var.space != "private":
+            stride = 0 if not idx.dep else None if idx.wraps else idx.coef
+        self.records.append((tok.line, tok.column, len(self.records), Access(
+            var.name, var.space, direction, cls, tok.line, n, stride,
+            None if idx is None else idx.key, TYPE_BYTES.get(var.ctype))))
 
     def access(self, var, idx: Val, direction: str, tok) -> Val:
         """Count and classify one access; a read returns the element's value."""
         if self.mult:
             if var.space == "private":
-                self.record(var, direction, "private", tok, self.mult)
+                self.record(var, direction, "private", tok, self.mult, idx)
             else:
                 entries = self.table.setdefault(var.vid, {})
                 hit = entries.get(idx.key)
                 if hit is not None and (direction == "read" or "write" in hit[0]):
-                    self.record(var, direction, "identical", tok, self.mult)
+                    self.record(var, direction, "identical", tok, self.mult, idx)
                 else:
                     first = 1.0
                     for trip, changed, written in self.loops:
                         if idx.deps & changed or var.vid in written:
                             first *= trip
-                    self.record(var, direction, static_class(idx), tok, first)
-                    self.record(var, direction, "identical", tok, self.mult - first)
+                    self.record(var, direction, static_class(idx), tok, first, idx)
+                    self.record(var, direction, "identical", tok, self.mult - first, idx)
                 if direction == "read":
                     dirs = hit[0] | {"read"} if hit is not None else frozenset(("read",))
                     entries[idx.key] = (frozenset(dirs), idx.deps)

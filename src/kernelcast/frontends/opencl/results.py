@@ -5,7 +5,7 @@ Public names: KernelCounts, Argument, Access, ACCESS_CLASSES, OP_KINDS, TYPE_BYT
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 ACCESS_CLASSES = ("coalesced", "constant", "interval", "identical", "complex")
@@ -32,7 +32,11 @@ class Argument(NamedTuple):
 class Access(NamedTuple):
     """One array access in the source (``count`` of them per work-item): private
     arrays have class "private"; a loop-invariant access in a loop appears twice, its
-    first executions with their class and the rest as "identical"."""
+    first executions with their class and the rest as "identical". ``stride`` is the
+    index's step, in elements, from one work-item to the next along dimension 0 when the
+    index is affine in the dimension-0 ids (0 when it does not depend on them), None
+    otherwise; ``index`` is the index's node in ``KernelCounts.nodes``;
+    ``element_bytes`` the bytes of one element of the array."""
 
     array: str
     space: str
@@ -40,13 +44,18 @@ class Access(NamedTuple):
     access_class: str
     line: int
     count: float
+    stride: int | None = None
+    index: int | None = None
+    element_bytes: int | None = None
 
 
 @dataclass(frozen=True)
 class KernelCounts:
     """What one work-item of a kernel executes (docs/opencl.md): ``ops`` keyed
     ``"KIND:TYPE"``, ``accesses`` keyed ``"SPACE:DIRECTION:CLASS"``, both per work-item;
-    ``defines`` maps each macro to its folded value (or its text when not constant)."""
+    ``defines`` maps each macro to its folded value (or its text when not constant);
+    ``loops`` counts the for loops the kernel runs; ``nodes`` is the table of the
+    structural expression nodes that ``Access.index`` points into (see values.Keys)."""
 
     name: str
     work_dims: int
@@ -56,3 +65,5 @@ class KernelCounts:
     arguments: tuple
     defines: dict
     access_list: tuple = ()
+    loops: int = 0
+    nodes: tuple = field(default=(), compare=False, repr=False)

@@ -244,6 +244,7 @@ class Statements:
         mult = self.mult
         self.mult *= trip
         self.loops.append((trip, changed, written_ids))
+        self.loop_count += 1
         try:
             self.eval(cond)
             self.stmt(body)

@@ -68,6 +68,7 @@ class Walker(Statements, Expressions):
         self.scopes: list[dict[str, Var]] = [{}]
         self.table: dict[int, dict] = {}
         self.loops: list = []
+        self.loop_count = 0
         self.depth = self.nodes = self.serial = 0
         self.expanding: list[str] = []
         self.site_line = None
@@ -235,7 +236,7 @@ class Walker(Statements, Expressions):
             self.error(specs, f"a scalar argument cannot be __{space}")
         var = self.new_var(name, ctype, "scalar", "private", const)
         t, _, lo, hi = CTYPES[ctype]
-        var.state = Val(t, None, False, 0, lo, hi, 0, self.keys(("param", var.vid)), _EMPTY)
+        var.state = Val(t, None, False, 0, lo, hi, 0, self.keys(("param", var.vid, var.name)), _EMPTY)
         self.declare(tok, var)
         return Argument(name, ctype, False, "private", const)
 
@@ -349,4 +350,5 @@ class Walker(Statements, Expressions):
         records = tuple(r[3] for r in sorted(self.records, key=lambda r: r[:3]))
         return KernelCounts(name, max(1, self.max_dim + 1), dict(sorted(self.ops.items())),
                             dict(sorted(self.accesses.items())), self.barriers,
-                            tuple(arguments), self.defines(), records)
+                            tuple(arguments), self.defines(), records, self.loop_count,
+                            tuple(self.keys.nodes))

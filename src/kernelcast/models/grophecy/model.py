@@ -87,7 +87,8 @@ class GrophecyModel(Model):
         """Every layout's projection (the search of §6.2) for the skeleton *workload*."""
         self.check_fitted()
         skeleton, _ = self._skeleton(workload, params)
-        key = (skeleton.path, tuple(sorted((params or {}).items())))
+        key = (skeleton, tuple(sorted((params or {}).items())))  # not its path: a
+        # skeleton parsed from text has none of its own
         if key not in self._searches:
             self._searches = {key: search(skeleton, self.hardware_, hints=self.hints_)}
         return self._searches[key]

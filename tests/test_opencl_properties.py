@@ -1,0 +1,246 @@
+"""The paper's properties of OpenCL C source (kernelcast.frontends.opencl.properties):
+index values against PoCL running the same expressions, footprints against a brute-force
+count, the stride classes on hand-written kernels, agreement with the Loopy twins of
+random kernels, and `predict` on a .cl file with the fitted models."""
+
+import itertools
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelcast.cli import main
+from kernelcast.errors import UncountedWarning, UsageError
+from kernelcast.frontends.opencl import count_kernel
+from kernelcast.frontends.opencl.indices import index_values
+from kernelcast.frontends.opencl.properties import opencl_properties
+from kernelcast.suites.random_kernels import BinOp, FloatLit, IntLit, random_kernel
+
+PROFILES = Path(__file__).resolve().parent.parent / "data" / "profiles"
+
+# index expressions with C's corner cases: truncating division and remainder of negative
+# values, unsigned wrap-around, shifts, narrow types, selections, built-ins, local and
+# group ids
+INDICES = [
+    "x * 7 + y", "(x - 9) / 4", "(x - 9) % 4", "(y - x) / 3 + 40", "(uint)(x - 5) % 1000",
+    "(x << 3) >> 1", "(-x) >> 2", "(x ^ y) & 31", "(x | 6) - (y & 3)", "~x + 100",
+    "(uchar)(x * 37)", "(char)(x * 37)", "(short)(x * 3001)", "x < y ? x : y * 2",
+    "min(x, y) + max(x - 3, 2)", "clamp(x - 5, 0, 9) + abs(y - 7)",
+    "get_local_id(0) * 100 + get_group_id(0) + get_local_id(1) * 5 + get_group_id(1)",
+    "get_global_size(0) * get_num_groups(1) + get_local_size(0) - x",
+    "(x * y * 1103515245 + 12345) & 0xFFFF", "(x > 3) + (y == 2) * 2 + !(x - 4) * 4",
+    "((unsigned int)x * 2654435761u) >> 20", "(long)x * 3000000000L % 1000003",
+]
+GLOBAL, LOCAL = (24, 10), (8, 5)
+
+
+def _pocl_values(pocl_device, exprs):
+    """Each expression's value at every work-item, computed by PoCL."""
+    import pyopencl as cl
+
+    platform = next(p for p in cl.get_platforms() if p.name.strip() == pocl_device.platform)
+    device = platform.get_devices()[pocl_device.index]
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context)
+    lines = [f"    out[{i} * N + y * {GLOBAL[0]} + x] = (long)({e});"
+             for i, e in enumerate(exprs)]
+    source = ("#define N %d\n__kernel void k(__global long *out) {\n"
+              "    int x = get_global_id(0);\n    int y = get_global_id(1);\n%s\n}\n"
+              % (GLOBAL[0] * GLOBAL[1], "\n".join(lines)))
+    program = cl.Program(context, source).build()
+    out = np.zeros(len(exprs) * GLOBAL[0] * GLOBAL[1], dtype=np.int64)
+    buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    program.k(queue, GLOBAL, LOCAL, buf)
+    cl.enqueue_copy(queue, out, buf)
+    return out.reshape(len(exprs), GLOBAL[1], GLOBAL[0])
+
+
+def test_index_values_match_pocl(pocl_device):
+    expected = _pocl_values(pocl_device, INDICES)
+    for i, expr in enumerate(INDICES):
+        counts = count_kernel("__kernel void k(__global float *a) {\n"
+                              "    int x = get_global_id(0);\n    int y = get_global_id(1);\n"
+                              f"    a[0] = a[{expr}];\n}}\n")
+        read = next(a for a in counts.access_list if a.direction == "read")
+        got = index_values(counts.nodes, read.index, GLOBAL, LOCAL)
+        assert got is not None, expr
+        got = np.broadcast_to(got, (1, GLOBAL[1], GLOBAL[0]))[0]
+        assert np.array_equal(got, expected[i]), expr
+
+
+def test_indices_that_read_data_or_unknown_scalars_have_no_value():
+    counts = count_kernel("__kernel void k(__global float *a, __global int *j, int n) {\n"
+                          "    int x = get_global_id(0);\n"
+                          "    a[x] = a[j[x]] + a[n * x] + a[(int)(x * 0.5f)];\n}\n")
+    reads = [a for a in counts.access_list if a.array == "a" and a.direction == "read"]
+    assert [index_values(counts.nodes, a.index, (64,), (8,)) for a in reads] == [None] * 3
+    scaled = index_values(counts.nodes, reads[1].index, (64,), (8,), scalars={"n": 3})
+    assert list(np.ravel(scaled)) == [3 * x for x in range(64)]
+
+
+def _props(body, global_size=(64, 32), local_size=(16, 4), **kw):
+    source = ("__kernel void k(__global const float *a, __global float *b, "
+              "__global const double *d, int n) {\n"
+              "    int x = get_global_id(0);\n    int y = get_global_id(1);\n"
+              f"    {body}\n}}\n")
+    return opencl_properties(source, global_size, local_size, **kw)
+
+
+def _brute_utilization(indices, stride):
+    """touched / (filled + stride - 1) over every work-item of the launch."""
+    touched = {f(x, y) for f in indices for x in range(64) for y in range(32)}
+    return Fraction(len(touched), max(touched) - min(touched) + 1 + abs(stride) - 1)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("b[y * 64 + x] = a[y * 64 + x];", {"load_global_32_s1": 2048}),
+    ("b[y * 64 + x] = a[5] + a[y];", {"load_global_32_s0": 4096}),
+    ("b[y * 64 + x] = a[x & 0x7F] + a[(x * y) % 64];", {"load_global_32_irregular": 4096}),
+    ("b[y * 64 + x] = a[2 * x + 128 * y];", {"load_global_32_1of2": 2048}),
+    ("b[y * 64 + x] = a[2 * x + 128 * y] + a[2 * x + 1 + 128 * y];",
+     {"load_global_32_2of2": 4096}),
+    ("b[y * 64 + x] = a[4 * x + 256 * y];", {"load_global_32_1of4": 2048}),
+    ("b[y * 64 + x] = a[x * 32 + y];", {"load_global_32_4ofmore": 2048}),
+    ("b[y * 64 + x] = a[x * 128 + y];", {"load_global_32_1ofmore": 2048}),
+    ("b[y * 64 + x] = a[y * 64 + x] + a[y * 64 + x];", {"load_global_32_s1": 4096}),
+    ("b[y * 64 + x] = (float)d[y * 64 + x];", {"load_global_64_s1": 2048}),
+])
+def test_stride_classes_of_hand_written_kernels(body, expected):
+    props = _props(body)
+    values = props.evaluate({})
+    loads = {k: v for k, v in values.items() if k.startswith("load_global")}
+    assert loads == expected
+    assert values["store_global_32_s1"] == 2048
+    assert values["workgroup"] == 32 and values["launch"] == 1
+
+
+@pytest.mark.parametrize("index, f, stride", [
+    ("x * 3 + 200 * y", lambda x, y: 3 * x + 200 * y, 3),
+    ("x * 32 + y", lambda x, y: 32 * x + y, 32),
+    ("x * 128 + (y & 7)", lambda x, y: 128 * x + (y & 7), 128),
+])
+def test_utilization_is_the_brute_force_footprint(index, f, stride):
+    props = _props(f"b[y * 64 + x] = a[{index}] + a[5000];")
+    strided = next(a for a in props.accesses if a.stride == stride)
+    assert strided.utilization == _brute_utilization([f, lambda x, y: 5000], stride)
+
+
+def test_operations_become_the_papers_flops():
+    props = _props("b[y * 64 + x] = a[x] * 2.0f - a[x] / 3.0f + sqrt(a[y]) + "
+                   "pow(a[x], 1.5f) + (float)(d[x] * 2.0 + 1.0) + -a[x] + (x * y > 3);")
+    values = props.evaluate({})
+    items = 64 * 32
+    assert values["mul_f32"] == 2 * items  # * and unary -
+    assert values["add_f32"] == 6 * items  # - and five +
+    assert values["div_f32"] == values["special_f32"] == values["pow_f32"] == items
+    assert values["mul_f64"] == values["add_f64"] == items
+
+
+def test_array_sizes_come_from_the_indices_or_are_given():
+    props = _props("b[y * 64 + x] = a[x & 0x7F] + a[x * 32 + y];")
+    extent = props.extent({})
+    assert extent["read a"] == 4 * (63 * 32 + 31 + 1)  # highest element + 1
+    assert extent["written b"] == 4 * 64 * 32
+    assert extent["read a accessed"] == 2 * 4 * 64 * 32
+    assert extent["work_items"] == 64 * 32
+    given = _props("b[y * 64 + x] = a[x];", array_elements={"a": 10**6}).extent({})
+    assert given["read a"] == 4 * 10**6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unknown = _props("b[y * 64 + x] = a[n * y + x];").extent({})
+    assert unknown["read a"] == unknown["read a accessed"] == 4 * 64 * 32
+
+
+def test_a_strided_access_with_an_unknown_footprint_is_irregular_with_a_warning():
+    with pytest.warns(UncountedWarning, match="footprint"):
+        props = _props("b[y * 64 + x] = a[x * 32 + n];")
+    assert "load_global_32_irregular" in props.evaluate({})
+    known = _props("b[y * 64 + x] = a[x * 32 + n];", scalars={"n": 7})
+    assert "load_global_32_1ofmore" in known.evaluate({})  # one element in 32
+
+
+def test_local_accesses_barriers_and_loads_with_stores_of_one_class():
+    source = """__kernel void k(__global float *a) {
+        __local float t[64];
+        int x = get_global_id(0);
+        t[get_local_id(0)] = a[x];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        a[x] = t[63 - get_local_id(0)];
+    }"""
+    values = opencl_properties(source, (256,), (64,)).evaluate({})
+    assert values["load_local_32"] == values["store_local_32"] == 256
+    assert values["barrier"] == 256 and values["workgroup"] == 4
+    assert values["minls_global_32_s1"] == 256
+
+
+@pytest.mark.parametrize("source, global_size, local_size, message", [
+    ("__kernel void k(__global float *a) { for (int i = 0; i < 4; i++) a[i] = 0.0f; }",
+     (64,), None, "has loops"),
+    ("__kernel void k(__global float *a) { a[get_global_id(1)] = 0.0f; }",
+     (64,), None, "uses 2 dimensions"),
+    ("__kernel void k(__global float *a) { a[get_global_id(0)] = 0.0f; }",
+     (64,), (5,), "not a positive multiple"),
+    ("__kernel void k(__global float *a) { a[get_global_id(0)] = 0.0f; }",
+     (64, 2), (8,), "as many local sizes"),
+])
+def test_bad_launches_are_one_line_errors(source, global_size, local_size, message):
+    with pytest.raises(UsageError, match=message) as info:
+        opencl_properties(source, global_size, local_size)
+    assert "\n" not in str(info.value)
+
+
+def _folded(node) -> bool:
+    """Whether the tree has an operation on literals alone (the front-end folds it as a
+    compiler does; the Loopy twin counts it)."""
+    if not isinstance(node, BinOp):
+        return False
+    literal = (FloatLit, IntLit)
+    return (isinstance(node.left, literal) and isinstance(node.right, literal)) or \
+        _folded(node.left) or _folded(node.right)
+
+
+@pytest.mark.parametrize("set_name, index", [
+    *itertools.product(["realistic"], range(6)), *itertools.product(["unrestricted"],
+                                                                      range(4))])
+def test_the_properties_of_random_kernels_are_their_loopy_twins(set_name, index):
+    from kernelcast.properties import extract_properties
+
+    group = random_kernel(set_name, index).group
+    n = max(256, *group)  # a multiple of every work-group size
+    kernel = random_kernel(set_name, index, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncountedWarning)
+        twin = extract_properties(kernel.loopy_kernel())
+        ours = opencl_properties(kernel.opencl_source(), (n, n), group)
+    mine, theirs = ours.evaluate({}), twin.evaluate({})
+    if _folded(kernel.tree):
+        mine = {k: v for k, v in mine.items() if k.split("_")[1] not in ("f32", "f64")}
+        theirs = {k: v for k, v in theirs.items() if k.split("_")[1] not in ("f32", "f64")}
+    assert mine == theirs
+    assert sorted((a.array, a.direction, a.stride_class) for a in ours.accesses) == \
+        sorted((a.array, a.direction, a.stride_class) for a in twin.accesses)
+    e, f = ours.extent({}), twin.extent({})
+    assert e["work_items"] == f["work_items"]
+    assert e["written res"] == f["written res"]
+    for key in (k for k in f if k.endswith(" accessed")):
+        assert e[key] == f[key], key
+
+
+def test_predict_a_cl_file_with_the_fitted_models(tmp_path, capsys):
+    kernel = tmp_path / "k.cl"
+    kernel.write_text(random_kernel("realistic", 3, 1024).opencl_source())
+    launch = ["--global-size", "1024", "1024", "--local-size", "32", "8"]
+    for name in ("paper", "extended"):
+        profile = next(PROFILES.glob(f"*h100*-opencl-{name}.json"))
+        assert main(["predict", str(kernel), "--profile", str(profile), *launch]) == 0
+        out = capsys.readouterr().out
+        assert f"{name} model:" in out and "load_global_32_4ofmore" in out
+    assert main(["predict", str(kernel), "--model", "hong-kim", "--hardware", "h100",
+                 *launch, "--json"]) == 0
+    assert '"estimate"' in capsys.readouterr().out
+    profile = next(PROFILES.glob("*h100*-opencl-paper.json"))
+    assert main(["predict", str(kernel), "--profile", str(profile), *launch,
+                 "--bytes-in", "4"]) == 2
+    assert "for the poppl-herz model" in capsys.readouterr().err
