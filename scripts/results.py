@@ -1609,6 +1609,93 @@ def section_poppl_herz() -> list[str]:
     return out
 
 
+def _f_shmem_figure(functions, path: Path) -> None:
+    """F_SHMEM over the ratio of transactions to accesses (the paper's Figure 4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(4.5, 3))
+    for label, f in functions:
+        r = np.geomspace(f.x[0], f.x[-1], 200)
+        ax.semilogx(r, f(r), "-", lw=1, label=label)
+        ax.semilogx(f.x, f.y, "o", ms=3, color=ax.lines[-1].get_color())
+    ax.set_xlabel("shared transactions / accesses (1 / conflict ways)", fontsize=8)
+    ax.set_ylabel("F_SHMEM", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def section_criteria() -> list[str]:
+    from kernelcast.models.criteria.characterization import shared_memory_function
+
+    out = ["## Fine-grained model: microbenchmarks on the H100", ""]
+    path = DATA / "h100" / "criteria" / "microbenchmarks.json"
+    if not path.exists():
+        return out + [missing(path)]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    ghz = doc["clock_khz"] / 1e6
+    out += [f"`benchmarks/criteria_microbenchmarks.py measure` on {doc['device']} "
+            f"(sm_{doc['compute_capability']}, {doc['sms']} SMs, driver "
+            f"{doc['nvidia_smi'].split(',')[0]}), {doc['date'][:10]} (`{rel(path)}`, "
+            f"{file_commit(path)}; PTX and SASS listings beside it). Each microbenchmark "
+            "(`kernelcast.models.criteria.microbenchmarks`, docs/criteria.md) was compiled "
+            "there with nvcc to PTX and a cubin, disassembled with nvdisasm, checked at both "
+            "levels (`kernelcast.models.criteria.checks`: the target instruction at least "
+            "once per counted operation, no backward branch between the clock reads, the "
+            "inputs read from the clock, other instructions at most 5% of the target's; "
+            "the paper's Figure 2 b and c; tests/test_criteria_h100.py runs the same checks "
+            f"on the committed listings), then launched {doc['warmup']} + {doc['runs']} "
+            "times. *per SM per cycle*: the target operations of the whole launch over the "
+            f"fastest run's time, per SM, at the {ghz:.2f} GHz maximum SM clock (the launch "
+            "overhead included, so a lower bound); *cycles per operation*: the clock64 "
+            "cycles of one block's timed region (median over blocks, fastest run) over the "
+            "operations of one thread.", ""]
+    rows = []
+    by_name = {r["name"]: r for r in doc["records"]}
+    for r in doc["records"]:
+        if r["kind"] != "throughput":
+            continue
+        ops = r["grid"] * r["block"] * r["ops_per_thread"]
+        lat = by_name.get(r["name"].replace("throughput/", "latency/"), {})
+        checks = len(r.get("ptx_problems", [1])) + len(r.get("sass_problems", [1]))
+        rows.append([r["name"].split("/", 1)[1], f"{ops / r['min_s'] / 1e12:.2f}",
+                     f"{ops / r['min_s'] / doc['sms'] / (ghz * 1e9):.1f}",
+                     f"{lat['block_cycles_median'] / lat['ops_per_thread']:.1f}"
+                     if lat else "", "pass" if checks == 0 else f"{checks} problems"])
+    out += [table(["operation", "throughput, Top/s", "per SM per cycle",
+                   "latency, cycles per operation", "PTX and SASS checks"], rows), ""]
+    rows, full, lone = [], {}, {}
+    for r in doc["records"]:
+        if r["kind"] != "bank-conflicts":
+            continue
+        ways = r["params"]["ways"]
+        full[ways] = r["block_cycles_median"] / r["ops_per_thread"]
+        lone[ways] = r["one_warp"]["block_cycles_median"] / r["ops_per_thread"]
+    f_full, f_lone = shared_memory_function(full), shared_memory_function(lone)
+    for ways in sorted(full):
+        rows.append([str(ways), f"{lone[ways]:.1f}", f"{full[ways]:.1f}",
+                     f"{f_lone(1 / ways):.2f}", f"{f_full(1 / ways):.2f}"])
+    figure = ROOT / "docs" / "figures" / "f-shmem.png"
+    _f_shmem_figure([("eight blocks of 256 per SM", f_full), ("one warp", f_lone)], figure)
+    out += ["**Shared memory and F_SHMEM.** A chain of dependent 32-bit shared loads whose "
+            "lanes put *ways* of a warp on one bank, as one warp alone and with eight "
+            "blocks of 256 threads on every SM. F_SHMEM at ratio r = 1 / ways is the "
+            "relative performance over r (kernelcast.models.criteria.characterization: "
+            "monotone cubic interpolation between the samples); 1 where performance falls "
+            "exactly with the ratio.", "",
+            table(["ways", "cycles per load, one warp", "cycles per load, full GPU",
+                   "F_SHMEM, one warp", "F_SHMEM, full GPU"], rows), "",
+            f"![F_SHMEM on the H100]({figure.relative_to(ROOT / 'docs')})", ""]
+    return out
+
+
 def section_several_gpus() -> list[str]:
     out = ["## Several GPUs of one host", ""]
     path = DATA / "h100x2" / "multi-device.json"
@@ -2007,6 +2094,7 @@ def main() -> int:
         section_ranking_speed(),
         section_several_gpus(),
         section_poppl_herz(),
+        section_criteria(),
         section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),

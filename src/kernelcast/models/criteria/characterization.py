@@ -1,0 +1,63 @@
+"""Characterization functions (seed 003, §III-B): how a functional component's performance
+falls as an application uses it less well, measured by microbenchmarks of increasing
+intensity and turned into a function by sampling, quantization and interpolation.
+
+- *sampling*: the microbenchmark's intensity levels (for shared memory, 1- to 32-way bank
+  conflicts), each timed many times;
+- *quantization*: each level's value is the median over its blocks' cycle counts of the
+  fastest run, so one slow block or one slow launch does not move it;
+- *interpolation*: between levels, a monotone cubic (scipy's PchipInterpolator, which does
+  not overshoot between samples as a spline would); outside them, the nearest level.
+
+A criterion weighs a ratio r in (0, 1] (how well the application uses the component: for
+shared memory, transactions per access) by F(r). kernelcast reads F as the correction of
+that ratio to the relative performance the hardware delivers: F(r) = performance at r /
+(performance at 1 × r), so that r × F(r) is the measured relative performance. F is 1
+where performance falls exactly as r does (kernelcast's inference; the paper's Figure 4
+shows the function without a formula, docs/criteria.md).
+
+Public names: Characterization, shared_memory_function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Characterization:
+    """F sampled at ratios ``x`` (ascending, in (0, 1]) with values ``y``."""
+
+    name: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+
+    def __post_init__(self):
+        if len(self.x) != len(self.y) or len(self.x) < 2:
+            raise ValueError(f"{self.name}: needs two or more samples, as many x as y")
+        if any(b <= a for a, b in zip(self.x, self.x[1:])):
+            raise ValueError(f"{self.name}: the ratios must ascend")
+
+    def __call__(self, ratio):
+        from scipy.interpolate import PchipInterpolator
+
+        r = np.clip(np.asarray(ratio, dtype=float), self.x[0], self.x[-1])
+        value = PchipInterpolator(self.x, self.y)(r)
+        return float(value) if np.ndim(value) == 0 else value
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "x": list(self.x), "y": list(self.y)}
+
+
+def shared_memory_function(cycles_by_ways: dict[int, float]) -> Characterization:
+    """F_SHMEM from the bank-conflict microbenchmark: *cycles_by_ways* maps the conflict
+    degree (1 = none, ..., 32) to the cycles of one dependent shared load. The ratio of
+    transactions to accesses is 1 / ways; relative performance is cycles(1) / cycles(w)."""
+    if 1 not in cycles_by_ways:
+        raise ValueError("F_SHMEM needs the conflict-free (1-way) sample")
+    base = cycles_by_ways[1]
+    points = sorted((1.0 / w, base / c) for w, c in cycles_by_ways.items())
+    return Characterization("F_SHMEM", tuple(r for r, _ in points),
+                            tuple(p / r for r, p in points))

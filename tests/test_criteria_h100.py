@@ -1,0 +1,95 @@
+"""The fine-grained model's microbenchmarks as compiled and run on the H100
+(data/h100/criteria, benchmarks/criteria_microbenchmarks.py): the committed PTX and SASS,
+made by nvcc and nvdisasm there, pass the checks of the paper's Figure 2; they are the
+listings of today's sources; and F_SHMEM comes from the measured bank conflicts."""
+
+import hashlib
+import io
+import json
+import lzma
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelcast.models.criteria import check_ptx, check_sass, microbenchmarks
+from kernelcast.models.criteria.characterization import (Characterization,
+                                                         shared_memory_function)
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "h100" / "criteria"
+DOC = json.loads((DATA / "microbenchmarks.json").read_text())
+RECORDS = {r["name"]: r for r in DOC["records"]}
+BENCHES = {b.name: b for b in microbenchmarks(grid=DOC["sms"] * 8)}
+
+
+def _listings() -> dict[str, str]:
+    data = lzma.decompress((DATA / "listings.tar.xz").read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}
+
+
+LISTINGS = _listings()
+
+
+def test_every_microbenchmark_was_measured_from_todays_source():
+    assert set(RECORDS) == set(BENCHES)
+    for name, bench in BENCHES.items():
+        record = RECORDS[name]
+        assert record["source_sha256"] == hashlib.sha256(bench.source.encode()).hexdigest(), \
+            f"{name}: the source changed since it was measured; rerun the benchmark"
+        assert LISTINGS[f"{record['stem']}.cu"] == bench.source
+
+
+@pytest.mark.parametrize("name", sorted(BENCHES))
+def test_the_h100_listings_pass_both_checks(name):
+    bench, stem = BENCHES[name], RECORDS[name]["stem"]
+    assert check_ptx(bench, LISTINGS[f"{stem}.ptx"]) == []
+    assert check_sass(bench, LISTINGS[f"{stem}.sass"]) == []
+
+
+def test_a_listing_of_another_microbenchmark_fails_the_checks():
+    add, mul = BENCHES["throughput/int/add"], BENCHES["throughput/f32/mul"]
+    assert check_sass(add, LISTINGS[f"{RECORDS[mul.name]['stem']}.sass"])
+    assert check_ptx(mul, LISTINGS[f"{RECORDS[add.name]['stem']}.ptx"])
+
+
+def _cycles_per_load(one_warp: bool) -> dict[int, float]:
+    out = {}
+    for r in DOC["records"]:
+        if r["kind"] == "bank-conflicts":
+            timing = r["one_warp"] if one_warp else r
+            out[r["params"]["ways"]] = timing["block_cycles_median"] / r["ops_per_thread"]
+    return out
+
+
+def test_bank_conflicts_cost_what_the_hardware_says():
+    # one warp: every extra way adds the same cycles to a dependent load (a line)
+    lone = _cycles_per_load(one_warp=True)
+    ways = sorted(lone)
+    slope = np.polyfit(ways, [lone[w] for w in ways], 1)
+    assert np.allclose(np.polyval(slope, ways), [lone[w] for w in ways], rtol=0.02)
+    # the full GPU: bandwidth-bound, so time doubles with the ways beyond two
+    full = _cycles_per_load(one_warp=False)
+    for w in (4, 8, 16, 32):
+        assert full[w] / full[w // 2] == pytest.approx(2, rel=0.03)
+
+
+def test_f_shmem_passes_through_its_samples():
+    full = _cycles_per_load(one_warp=False)
+    f = shared_memory_function(full)
+    assert f.x == tuple(sorted(1 / w for w in full)) and f(1.0) == 1.0
+    for w, c in full.items():  # r × F(r) is the measured relative performance
+        assert (1 / w) * f(1 / w) == pytest.approx(full[1] / c)
+    assert f(0.001) == f(1 / 32) and f(2.0) == f(1.0)  # the nearest sample outside
+    between = f(np.linspace(1 / 32, 1, 50))
+    assert between.min() >= min(f.y) - 1e-12 and between.max() <= max(f.y) + 1e-12
+
+
+def test_a_characterization_refuses_bad_samples():
+    with pytest.raises(ValueError, match="ascend"):
+        Characterization("F", (0.5, 0.25), (1.0, 1.0))
+    with pytest.raises(ValueError, match="two or more"):
+        Characterization("F", (1.0,), (1.0,))
+    with pytest.raises(ValueError, match="conflict-free"):
+        shared_memory_function({2: 10.0, 4: 20.0})

@@ -1,0 +1,439 @@
+"""The fine-grained model's microbenchmarks (kernelcast.models.criteria): their sources,
+checked without a compiler, and the PTX/SASS checks, run on hand-written snippets in
+nvcc's PTX and nvdisasm's (or cuobjdump's) SASS syntax."""
+
+import dataclasses
+import re
+
+import pytest
+
+from kernelcast.errors import ParameterError
+from kernelcast.models.criteria import (
+    OPS,
+    check_ptx,
+    check_sass,
+    latency,
+    microbenchmarks,
+    ptx_functions,
+    sass_functions,
+    shared_conflicts,
+    throughput,
+)
+from kernelcast.models.criteria.microbenchmarks import FILL_GRID, WAYS
+
+ALL = microbenchmarks()
+
+
+def _op(dtype, name):
+    return next(o for o in OPS if o.dtype == dtype and o.name == name)
+
+
+# ------------------------------------------------------------------ sources
+
+
+def test_names_are_unique_and_deterministic():
+    names = [b.name for b in ALL]
+    assert len(set(names)) == len(names) == 2 * len(OPS) + len(WAYS)
+    assert names == [b.name for b in microbenchmarks()]
+    assert [b.source for b in ALL] == [b.source for b in microbenchmarks()]
+    assert len({b.kernel_name for b in ALL}) == len(ALL)
+    assert {"throughput/int/add", "latency/f32/sin", "shared/conflicts-8"} <= set(names)
+
+
+def test_families_and_launches():
+    kinds = {b.kind for b in ALL}
+    assert kinds == {"throughput", "latency", "bank-conflicts"}
+    assert {b.component for b in ALL} == {"int", "f32", "f32-special", "f64", "shared"}
+    for b in ALL:
+        if b.kind == "latency":
+            assert (b.grid, b.block) == (1, 32)
+        else:
+            assert (b.grid, b.block) == (FILL_GRID, 256)
+    assert throughput(OPS[0], grid=7).grid == 7
+    assert [b.grid for b in microbenchmarks(grid=3) if b.kind != "latency"] == [3] * 18
+    assert [b.params["ways"] for b in ALL if b.component == "shared"] == list(WAYS)
+
+
+@pytest.mark.parametrize("bench", ALL, ids=lambda b: b.name)
+def test_source_shape(bench):
+    src = bench.source
+    assert (f'extern "C" __global__ void {bench.kernel_name}(long long *clocks, '
+            "unsigned *sink, unsigned *buffer)") in src
+    assert "asm volatile(" in src
+    # two clock64() reads around the recursion; thread 0 stores, every thread sinks
+    assert re.search(r"start = clock64\(\);\n  body<DEPTH>\(.*\);\n  long long end = "
+                     r"clock64\(\);", src)
+    assert "if (threadIdx.x == 0) clocks[blockIdx.x] = end - start;" in src
+    sink = re.search(r"sink\[blockIdx\.x \* blockDim\.x \+ threadIdx\.x\] = (.*);", src)
+    registers = re.findall(r"&(\w+)", re.search(r"void body\((.*)\)", src).group(1))
+    assert sink and all(r in sink.group(1) for r in registers)
+    # inputs are dynamic: every register starts from the clock-based seed or threadIdx
+    assert "(unsigned)clock() ^ (threadIdx.x" in src
+    for r in registers:
+        init = re.search(rf"\n  \w+ {r} = (.*);", src).group(1)
+        assert "seed" in init or "threadIdx" in init, init
+    # no constant goes into an asm statement: every operand is a named register
+    for operand in re.findall(r'"[=+]?[rfdl]"\(([^)]*)\)', src):
+        assert re.fullmatch(r"[A-Za-z_]\w*", operand), operand
+
+
+def _expanded_count(src, target):
+    """Target asm statements the template recursion expands to: the statements in one
+    unrolled step times UNROLL (the #pragma unroll trip count) times DEPTH (levels of
+    body<N> down to the empty body<0>), all read from the source."""
+    depth = int(re.search(r"#define DEPTH (\d+)", src).group(1))
+    unroll = int(re.search(r"#define UNROLL (\d+)", src).group(1))
+    assert "#pragma unroll\n  for (int i = 0; i < UNROLL; ++i) {" in src
+    assert "body<N - 1>(" in src and "void body<0>(" in src and "body<DEPTH>(" in src
+    loop = src.split("for (int i = 0; i < UNROLL; ++i) {")[1].split("\n  }\n")[0]
+    statements = [s for s in loop.split("\n") if s.strip().startswith("asm volatile")]
+    assert all(f'"{target} ' in s or f" {target} %" in s for s in statements)
+    return len(statements) * unroll * depth
+
+
+@pytest.mark.parametrize("bench", ALL, ids=lambda b: b.name)
+def test_unrolled_expansion_matches_ops_per_thread(bench):
+    assert _expanded_count(bench.source, bench.ptx_target) == bench.ops_per_thread
+    deeper = dataclasses.replace(bench, source=bench.source.replace(
+        "#define DEPTH 8", "#define DEPTH 3"))
+    assert _expanded_count(deeper.source, bench.ptx_target) == bench.ops_per_thread * 3 // 8
+
+
+def test_depth_scales_the_sequence():
+    assert latency(OPS[0], depth=2).ops_per_thread == 2 * 8 * 64
+    assert "#define DEPTH 2" in latency(OPS[0], depth=2).source
+    with pytest.raises(ParameterError):
+        latency(OPS[0], depth=0)
+
+
+def test_dependences_of_throughput_and_latency():
+    """Throughput: step j reads a_j and a_{j+1} (independent within a step); latency:
+    step j reads a_{j-1}, the previous statement's result (one chain)."""
+    tp = throughput(_op("int", "add")).source
+    assert 'asm volatile("add.s32 %0, %0, %1;" : "+r"(a0) : "r"(a1));' in tp
+    assert 'asm volatile("add.s32 %0, %0, %1;" : "+r"(a7) : "r"(a0));' in tp
+    lat = latency(_op("int", "add")).source
+    steps = re.findall(r'"\+r"\(a(\d)\) : "r"\(a(\d)\)', lat)
+    assert steps[:8] == [(str(j), str((j - 1) % 8)) for j in range(8)]
+    sin = latency(_op("f32", "sin")).source
+    assert 'asm volatile("sin.approx.ftz.f32 %0, %1;" : "=f"(a1) : "f"(a0));' in sin
+    xor = throughput(_op("int", "xor"))
+    assert xor.params["lut"] == 0x96 and "0x96;" in xor.source
+    rcp = throughput(_op("f32", "rcp"))
+    assert rcp.ptx_companions == ("setp.ne.u32",) and "@p rcp.approx.ftz.f32" in rcp.source
+
+
+def _lane_words(src):
+    """The word each of the 32 lanes starts from, by evaluating the source's WORD macro."""
+    defines = dict(re.findall(r"#define (WAYS|TABLE_WORDS) (\d+)", src))
+    expr = re.search(r"#define WORD\(lane\) (.*)", src).group(1)
+    for name, value in defines.items():
+        expr = expr.replace(name, value)
+    assert re.fullmatch(r"[()\d\s*%+lane]+", expr), expr
+    return [eval(expr, {"__builtins__": {}}, {"lane": lane}) for lane in range(32)]
+
+
+@pytest.mark.parametrize("ways", WAYS)
+def test_bank_conflicts_put_ways_lanes_on_a_bank(ways):
+    bench = shared_conflicts(ways)
+    assert "&table[WORD(threadIdx.x & 31u)]" in bench.source
+    words = _lane_words(bench.source)
+    assert len(set(words)) == 32  # distinct words: conflicts, not broadcasts
+    assert max(words) < int(re.search(r"#define TABLE_WORDS (\d+)", bench.source).group(1))
+    per_bank = {}
+    for w in words:  # 32 banks of 4-byte words
+        per_bank[w * 4 // 4 % 32] = per_bank.get(w * 4 // 4 % 32, 0) + 1
+    assert set(per_bank.values()) == {ways} and len(per_bank) == 32 // ways
+    assert bench.params == {"ways": ways} and bench.sass_targets == ("LDS",)
+
+
+def test_bad_ways_are_refused():
+    for ways in (0, 3, 64):
+        with pytest.raises(ParameterError):
+            shared_conflicts(ways)
+
+
+# ------------------------------------------------------------------ checks
+
+SMALL = 8  # ops_per_thread of the hand-written snippets
+ADD = dataclasses.replace(throughput(_op("int", "add")), ops_per_thread=SMALL)
+SIN = dataclasses.replace(latency(_op("f32", "sin")), ops_per_thread=SMALL)
+FADD = dataclasses.replace(throughput(_op("f32", "add")), ops_per_thread=48)
+
+
+def _ptx(name, timed, seed=True, end=True):
+    """A PTX module as nvcc -ptx writes it, with *timed* between the clock reads."""
+    seed_lines = ("\t// begin inline asm\n\tmov.u64 \t%rd5, %clock64;\n\t// end inline asm\n"
+                  "\tcvt.u32.u64 \t%r40, %rd5;\n\tmov.u32 \t%r1, %tid.x;\n"
+                  "\txor.b32  \t%r26, %r40, %r1;\n") if seed else "\tmov.u32 \t%r26, 7;\n"
+    end_lines = ("\t// begin inline asm\n\tmov.u64 \t%rd7, %clock64;\n\t// end inline asm\n"
+                 if end else "")
+    return f"""//
+// Generated by NVIDIA NVVM Compiler
+//
+.version 9.0
+.target sm_90
+.address_size 64
+
+.extern .func  (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0);
+
+\t// .globl\t{name}
+
+.visible .entry {name}(
+\t.param .u64 {name}_param_0,
+\t.param .u64 {name}_param_1,
+\t.param .u64 {name}_param_2
+)
+{{
+\t.reg .pred \t%p<2>;
+\t.reg .b32 \t%r<50>;
+\t.reg .b64 \t%rd<17>;
+
+{seed_lines}\t// begin inline asm
+\tmov.u64 \t%rd6, %clock64;
+\t// end inline asm
+{timed}{end_lines}\tsetp.eq.s32 \t%p1, %r1, 0;
+\t@%p1 bra \t$L__BB0_1;
+$L__BB0_1:
+\tsub.s64 \t%rd11, %rd7, %rd6;
+\tret;
+
+}}
+"""
+
+
+def _ptx_adds(n, start=0):
+    return "".join(f"\t// begin inline asm\n\tadd.s32 %r{26 + (k % 8)}, %r{26 + (k % 8)}, "
+                   f"%r{26 + ((k + 1) % 8)};\n\t// end inline asm\n"
+                   for k in range(start, start + n))
+
+
+def test_ptx_functions_skip_prototypes():
+    funcs = ptx_functions(_ptx("throughput_int_add", _ptx_adds(SMALL)))
+    assert list(funcs) == ["throughput_int_add"]
+    assert "add.s32" in funcs["throughput_int_add"]
+
+
+def test_check_ptx_passes():
+    assert check_ptx(ADD, _ptx("throughput_int_add", _ptx_adds(SMALL))) == []
+
+
+def test_check_ptx_kernel_missing():
+    problems = check_ptx(ADD, _ptx("other_kernel", _ptx_adds(SMALL)))
+    assert len(problems) == 1 and "not in the PTX" in problems[0]
+
+
+def test_check_ptx_short_count():
+    problems = check_ptx(ADD, _ptx("throughput_int_add", _ptx_adds(SMALL - 3)))
+    assert problems == ["PTX: only 5 add.s32 in the timed region, fewer than the 8 the "
+                        "benchmark executes (folded, eliminated or moved out of the region, "
+                        "or a clock read is missing)"]
+
+
+def test_check_ptx_backward_branch():
+    loop = ("\tmov.u32 \t%r45, 0;\n$L__BB0_3:\n" + _ptx_adds(SMALL)
+            + "\tsetp.ne.s32 \t%p1, %r45, 512;\n\t@%p1 bra \t$L__BB0_3;\n")
+    problems = check_ptx(dataclasses.replace(ADD, ops_per_thread=SMALL),
+                         _ptx("throughput_int_add", loop))
+    assert any("backward branch" in p and "(P1)" in p for p in problems), problems
+
+
+def test_check_ptx_clock_missing():
+    problems = check_ptx(ADD, _ptx("throughput_int_add", _ptx_adds(SMALL), end=False))
+    assert len(problems) == 1 and "clock read is missing" in problems[0]
+
+
+def test_check_ptx_constant_inputs():
+    problems = check_ptx(ADD, _ptx("throughput_int_add", _ptx_adds(SMALL), seed=False))
+    assert len(problems) == 1 and "no dynamic input" in problems[0]
+
+
+def test_check_ptx_other_arithmetic_dominates():
+    timed = "".join(_ptx_adds(1, k) + f"\tmul.lo.s32 \t%r{41 + k % 4}, %r26, %r27;\n"
+                    for k in range(SMALL))
+    problems = check_ptx(ADD, _ptx("throughput_int_add", timed))
+    assert len(problems) == 1 and "other instructions" in problems[0]
+    assert "P3" in problems[0] and "mul.lo.s32 x8" in problems[0]
+
+
+def test_check_ptx_companions_are_not_other_work():
+    rcp = dataclasses.replace(throughput(_op("f32", "rcp")), ops_per_thread=2)
+    guarded = ("\t// begin inline asm\n\t{ .reg .pred p; setp.ne.u32 p, %r26, 0x5A5A5A5A; "
+               "@p rcp.approx.ftz.f32 %f1, %f1; }\n\t// end inline asm\n") * 2
+    assert check_ptx(rcp, _ptx("throughput_f32_rcp", guarded)) == []
+
+
+NVDISASM_HEAD = """\
+\t.headerflags\t@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM90"
+\t.elftype\t@"ET_EXEC"
+
+//--------------------- .nv.info.{name}        --------------------------
+\t.section\t.nv.info.{name},"",@"SHT_CUDA_INFO"
+        /*0048*/ \t.word\t.L_x_1@srel
+
+//--------------------- .text.{name}           --------------------------
+\t.section\t.text.{name},"ax",@progbits
+\t.align\t128
+        .global         {name}
+        .type           {name},@function
+        .size           {name},(.L_x_2 - {name})
+        .other          {name},@"STO_CUDA_ENTRY STV_DEFAULT"
+{name}:
+.text.{name}:
+"""
+NVDISASM_TAIL = """\
+//--------------------- .nv.shared.reserved.0     --------------------------
+\t.section\t.nv.shared.reserved.0,"aw",@nobits
+"""
+
+
+def _sass(name, lines, seed=True, end=True):
+    """nvdisasm's text of one kernel: prologue (seed read), start read, *lines* (opcode
+    and operands, without address), end read, epilogue with the trailing self-loop."""
+    pro = ["LDC R1, c[0x0][0x28]", "ULDC.64 UR4, c[0x0][0x208]"]
+    if seed:
+        pro += ["CS2R.32 R3, SR_CLOCKLO", "S2R R0, SR_TID.X",
+                "LOP3.LUT R4, R0, R3, RZ, 0x3c, !PT"]
+    else:
+        pro += ["MOV R4, 0x7"]
+    body = pro + ["CS2R R2, SR_CLOCKLO"] + lines
+    body += ["CS2R R8, SR_CLOCKLO"] if end else []
+    body += ["IADD3 R8, P0, -R2, R8, RZ", "STG.E.64 desc[UR4][R6.64], R8", "EXIT"]
+    out, address = [], 0
+    for line in body:
+        if line.endswith(":"):
+            out.append(line)
+            continue
+        pred = ""
+        if line.startswith("@"):
+            pred, line = line.split(" ", 1)
+        out.append(f"        /*{address:04x}*/               {pred:>4} {line} ;")
+        address += 0x10
+    out += [".L_x_0:", f"        /*{address:04x}*/                   BRA `(.L_x_0);",
+            f"        /*{address + 0x10:04x}*/                   NOP;", ".L_x_2:"]
+    return NVDISASM_HEAD.format(name=name) + "\n".join(out) + "\n\n" + NVDISASM_TAIL
+
+
+def _sass_adds(n):
+    forms = ["IMAD.IADD R{a}, R{a}, 0x1, R{b}", "IADD3 R{a}, R{a}, R{b}, RZ"]
+    return [forms[k % 2].format(a=4 + k % 8, b=4 + (k + 1) % 8) for k in range(n)]
+
+
+def test_sass_functions_nvdisasm():
+    funcs = sass_functions(_sass("throughput_int_add", _sass_adds(SMALL)))
+    assert list(funcs) == ["throughput_int_add"]
+    assert "IMAD.IADD" in funcs["throughput_int_add"]
+
+
+def test_check_sass_passes():
+    assert check_sass(ADD, _sass("throughput_int_add", _sass_adds(SMALL))) == []
+
+
+def test_check_sass_companions_and_predicates():
+    lines = []
+    for k in range(SMALL):
+        lines += [f"FMUL.RZ R{5 + k % 8}, R{4 + k % 8}, 0.15915493667125701904",
+                  f"MUFU.SIN R{4 + (k + 1) % 8}, R{5 + k % 8}"]
+    assert check_sass(SIN, _sass("latency_f32_sin", lines)) == []
+    # the guard's one ISETP is other work, within 5% of 32 targets
+    rcp = dataclasses.replace(latency(_op("f32", "rcp")), ops_per_thread=32)
+    guarded = ["ISETP.NE.U32.AND P0, PT, R3, 0x5a5a5a5a, PT"] + [
+        f"@P0 MUFU.RCP R{10 + (k + 1) % 8}, R{10 + k % 8}" for k in range(32)]
+    assert check_sass(rcp, _sass("latency_f32_rcp", guarded)) == []
+
+
+def test_check_sass_kernel_missing():
+    problems = check_sass(ADD, _sass("throughput_int_mul", _sass_adds(SMALL)))
+    assert len(problems) == 1 and "not in the SASS" in problems[0]
+    assert "throughput_int_mul" in problems[0]
+
+
+def test_check_sass_short_count():
+    problems = check_sass(ADD, _sass("throughput_int_add", _sass_adds(SMALL // 2)))
+    assert problems == ["SASS: only 4 IADD3/IMAD.IADD/VIADD in the timed region, fewer than "
+                        "the 8 the benchmark executes (folded, eliminated or moved out of the "
+                        "region, or a clock read is missing)"]
+
+
+def test_check_sass_targets_before_the_start_read_do_not_count():
+    text = _sass("throughput_int_add", _sass_adds(SMALL))
+    hoisted = text.replace("CS2R R2, SR_CLOCKLO ;", "NOP ;").replace(
+        "IADD3 R9, R9, R10, RZ ;", "CS2R R2, SR_CLOCKLO ;")
+    problems = check_sass(ADD, hoisted)
+    assert len(problems) == 1 and "only 2 IADD3" in problems[0]
+
+
+def test_check_sass_backward_branch():
+    adds = [f"FADD R{4 + k % 8}, R{4 + k % 8}, R{4 + (k + 1) % 8}" for k in range(48)]
+    loop = (["MOV R12, RZ", ".L_x_3:"] + adds
+            + ["ISETP.NE.AND P0, PT, R12, 0x200, PT", "@P0 BRA `(.L_x_3)"])
+    problems = check_sass(FADD, _sass("throughput_f32_add", loop))
+    assert len(problems) == 1 and "backward branch at /*" in problems[0]
+    assert "inside the timed region" in problems[0] and "(P1)" in problems[0]
+
+
+def test_check_sass_forward_branch_is_allowed():
+    lines = ["@!P1 BRA `(.L_x_4)"] + _sass_adds(SMALL) + [".L_x_4:"]
+    assert check_sass(ADD, _sass("throughput_int_add", lines)) == []
+
+
+def test_check_sass_clock_missing():
+    problems = check_sass(ADD, _sass("throughput_int_add", _sass_adds(SMALL), end=False))
+    assert problems == ["SASS: only 0 IADD3/IMAD.IADD/VIADD in the timed region, fewer than "
+                        "the 8 the benchmark executes (folded, eliminated or moved out of the "
+                        "region, or a clock read is missing)"]
+    none = _sass("throughput_int_add", _sass_adds(SMALL), seed=False, end=False)
+    assert check_sass(ADD, none) == [
+        "SASS: 1 clock read(s) in throughput_int_add; the timed region needs one before "
+        "and one after (the clock read is missing)"]
+
+
+def test_check_sass_constant_inputs():
+    problems = check_sass(ADD, _sass("throughput_int_add", _sass_adds(SMALL), seed=False))
+    assert len(problems) == 1 and "no dynamic input" in problems[0]
+
+
+def test_check_sass_other_arithmetic_dominates():
+    lines = []
+    for k, add in enumerate(_sass_adds(SMALL)):
+        lines += [add, f"LOP3.LUT R{12 + k % 4}, R4, R5, RZ, 0x3c, !PT"]
+    problems = check_sass(ADD, _sass("throughput_int_add", lines))
+    assert len(problems) == 1 and "8 other instructions" in problems[0]
+    assert "P3 selectivity" in problems[0] and "LOP3.LUT x8" in problems[0]
+
+
+def test_check_sass_register_moves_are_not_multiplies():
+    mul = dataclasses.replace(throughput(_op("int", "mul")), ops_per_thread=SMALL)
+    lines = [f"IMAD.MOV.U32 R{4 + k}, RZ, RZ, R{12 + k}" for k in range(SMALL)]
+    problems = check_sass(mul, _sass("throughput_int_mul", lines))
+    assert any("only 0 IMAD/IMUL" in p for p in problems), problems
+    lines = [f"IMAD R{4 + k % 8}, R{4 + k % 8}, R{4 + (k + 1) % 8}, RZ" for k in range(SMALL)]
+    assert check_sass(mul, _sass("throughput_int_mul", lines)) == []
+
+
+def test_check_sass_split_64_bit_read():
+    """A clock64() read printed as two S2UR (LO, HI) is one read."""
+    text = _sass("throughput_int_add", _sass_adds(SMALL)).replace(
+        "CS2R R8, SR_CLOCKLO ;", "S2UR UR8, SR_CLOCKLO ;\n        /*0fff*/   "
+        "                S2UR UR9, SR_CLOCKHI ;")
+    assert check_sass(ADD, text) == []
+
+
+def test_cuobjdump_format():
+    """cuobjdump -sass: 'Function : NAME', encodings in trailing comments, BRA to an
+    address."""
+    lines = ["\tcode for sm_90", "\t\tFunction : latency_f32_sin",
+             '\t.headerflags\t@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM90"']
+    body = (["S2R R0, SR_TID.X", "CS2R R2, SR_CLOCKLO"]
+            + [f"MUFU.SIN R{4 + (k + 1) % 8}, R{4 + k % 8}" for k in range(SMALL)]
+            + ["@P0 BRA 0x30", "CS2R R8, SR_CLOCKLO", "EXIT", "BRA 0xd0"])
+    for k, insn in enumerate(body):
+        lines.append(f"        /*{k * 16:04x}*/                   {insn} ;"
+                     f"                 /* 0x000fe20000000f00 */")
+        lines.append("                                                     "
+                     "/* 0x000fc80000000000 */")
+    text = "\n".join(lines) + "\n\t\t..........\n"
+    assert list(sass_functions(text)) == ["latency_f32_sin"]
+    problems = check_sass(SIN, text)
+    assert len(problems) == 1 and "backward branch at /*00a0*/" in problems[0]
+    assert check_sass(SIN, text.replace("@P0 BRA 0x30", "NOP")) == []
