@@ -52,25 +52,30 @@ def _device() -> dict:
 def _compile(bench, folder: Path, arch: str) -> dict:
     """.cu → .ptx and .cubin (nvcc) → .sass (nvdisasm); seconds each step took."""
     stem = folder / bench.name.replace("/", "_")
-    cu = stem.with_suffix(".cu")
+    cu = _with(stem, ".cu")
     cu.write_text(bench.source)
     out = {"stem": stem.name}
     for flag, suffix in (("-ptx", ".ptx"), ("-cubin", ".cubin")):
         start = time.monotonic()
         run = subprocess.run(["nvcc", f"-arch=sm_{arch}", flag, "-o",
-                              str(stem.with_suffix(suffix)), str(cu)],
+                              str(_with(stem, suffix)), str(cu)],
                              capture_output=True, text=True)
         out[f"{suffix[1:]}_seconds"] = round(time.monotonic() - start, 2)
         if run.returncode:
             out["error"] = f"nvcc {flag}: {run.stderr.strip()[:500]}"
             return out
-    run = subprocess.run(["nvdisasm", str(stem.with_suffix(".cubin"))], capture_output=True,
+    run = subprocess.run(["nvdisasm", str(_with(stem, ".cubin"))], capture_output=True,
                          text=True)
     if run.returncode:
         out["error"] = f"nvdisasm: {run.stderr.strip()[:500]}"
         return out
-    stem.with_suffix(".sass").write_text(run.stdout)
+    _with(stem, ".sass").write_text(run.stdout)
     return out
+
+
+def _with(stem: Path, suffix: str) -> Path:
+    """*stem* + *suffix* (names hold dots: ``dram-intensity_0.25``)."""
+    return Path(str(stem) + suffix)
 
 
 def _time(bench, cubin: Path, grid: int, block: int) -> dict:
@@ -80,7 +85,7 @@ def _time(bench, cubin: Path, grid: int, block: int) -> dict:
     function = cupy.RawModule(path=str(cubin)).get_function(bench.kernel_name)
     clocks = cupy.zeros(grid, dtype=cupy.int64)
     sink = cupy.zeros(grid * block, dtype=cupy.uint32)
-    buffer = cupy.zeros(1 << 20, dtype=cupy.uint32)
+    buffer = cupy.zeros(bench.buffer_words, dtype=cupy.uint32)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     times, cycles = [], []
     for i in range(WARMUP + RUNS):
@@ -121,13 +126,12 @@ def measure(out: Path) -> int:
                   **build}
         if "error" not in build:
             stem = folder / build["stem"]
-            record["ptx_problems"] = check_ptx(bench, stem.with_suffix(".ptx").read_text())
-            record["sass_problems"] = check_sass(bench, stem.with_suffix(".sass").read_text())
+            record["ptx_problems"] = check_ptx(bench, _with(stem, ".ptx").read_text())
+            record["sass_problems"] = check_sass(bench, _with(stem, ".sass").read_text())
             try:
-                record.update(_time(bench, stem.with_suffix(".cubin"), bench.grid,
-                                    bench.block))
+                record.update(_time(bench, _with(stem, ".cubin"), bench.grid, bench.block))
                 if bench.kind == "bank-conflicts":  # and one warp alone: the latency
-                    record["one_warp"] = _time(bench, stem.with_suffix(".cubin"), 1, 32)
+                    record["one_warp"] = _time(bench, _with(stem, ".cubin"), 1, 32)
             except Exception as err:  # noqa: BLE001 - recorded with its status
                 record["error"] = f"run: {type(err).__name__}: {err}"[:500]
         records.append(record)
@@ -141,7 +145,7 @@ def measure(out: Path) -> int:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:xz") as tar:
         for path in sorted(folder.iterdir()):
-            if path.suffix in (".cu", ".ptx", ".sass"):
+            if path.name.endswith((".cu", ".ptx", ".sass")):
                 tar.add(path, arcname=path.name)
     (out / "listings.tar.xz").write_bytes(buf.getvalue())
     return 0

@@ -1609,91 +1609,172 @@ def section_poppl_herz() -> list[str]:
     return out
 
 
-def _f_shmem_figure(functions, path: Path) -> None:
-    """F_SHMEM over the ratio of transactions to accesses (the paper's Figure 4)."""
+def _characterization_figure(panels, path: Path) -> None:
+    """Each characterization function over its samples (the paper's Figure 4, and the
+    other three)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(4.5, 3))
-    for label, f in functions:
-        r = np.geomspace(f.x[0], f.x[-1], 200)
-        ax.semilogx(r, f(r), "-", lw=1, label=label)
-        ax.semilogx(f.x, f.y, "o", ms=3, color=ax.lines[-1].get_color())
-    ax.set_xlabel("shared transactions / accesses (1 / conflict ways)", fontsize=8)
-    ax.set_ylabel("F_SHMEM", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 2.8), squeeze=False)
+    for ax, (title, xlabel, functions) in zip(axes[0], panels):
+        for label, f in functions:
+            r = np.linspace(f.x[0], f.x[-1], 200)
+            ax.plot(r, f(r), "-", lw=1, label=label)
+            ax.plot(f.x, f.y, "o", ms=3, color=ax.lines[-1].get_color())
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=7)
+        ax.tick_params(labelsize=6)
+        if len(functions) > 1:
+            ax.legend(fontsize=6)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def section_criteria() -> list[str]:
-    from kernelcast.models.criteria.characterization import shared_memory_function
+# The paper's case studies (seed 003, §VI, GTX 780): measured speedups of the last
+# version over the first, and the potential speedup its model predicted for the original.
+CRITERIA_PAPER = {"reduction": ("4.98×", "5.8×"), "transpose": ("3×", "about 3.3×"),
+                  "bfs": ("4.1×", "up to 10×")}
 
-    out = ["## Fine-grained model: microbenchmarks on the H100", ""]
+
+def section_criteria() -> list[str]:
+    from kernelcast.models.criteria.characterization import (divergence_function,
+                                                             shared_memory_function,
+                                                             utilization_function)
+
+    out = ["## Fine-grained model: microbenchmarks and case studies on the H100", ""]
     path = DATA / "h100" / "criteria" / "microbenchmarks.json"
     if not path.exists():
         return out + [missing(path)]
     doc = json.loads(path.read_text(encoding="utf-8"))
     ghz = doc["clock_khz"] / 1e6
+    records = doc["records"]
+    problems = sum(len(r.get("ptx_problems", [1])) + len(r.get("sass_problems", [1]))
+                   for r in records)
     out += [f"`benchmarks/criteria_microbenchmarks.py measure` on {doc['device']} "
             f"(sm_{doc['compute_capability']}, {doc['sms']} SMs, driver "
             f"{doc['nvidia_smi'].split(',')[0]}), {doc['date'][:10]} (`{rel(path)}`, "
-            f"{file_commit(path)}; PTX and SASS listings beside it). Each microbenchmark "
-            "(`kernelcast.models.criteria.microbenchmarks`, docs/criteria.md) was compiled "
-            "there with nvcc to PTX and a cubin, disassembled with nvdisasm, checked at both "
-            "levels (`kernelcast.models.criteria.checks`: the target instruction at least "
-            "once per counted operation, no backward branch between the clock reads, the "
-            "inputs read from the clock, other instructions at most 5% of the target's; "
-            "the paper's Figure 2 b and c; tests/test_criteria_h100.py runs the same checks "
-            f"on the committed listings), then launched {doc['warmup']} + {doc['runs']} "
-            "times. *per SM per cycle*: the target operations of the whole launch over the "
-            f"fastest run's time, per SM, at the {ghz:.2f} GHz maximum SM clock (the launch "
-            "overhead included, so a lower bound); *cycles per operation*: the clock64 "
-            "cycles of one block's timed region (median over blocks, fastest run) over the "
-            "operations of one thread.", ""]
+            f"{file_commit(path)}; PTX and SASS listings beside it). Each of the "
+            f"{len(records)} microbenchmarks (`kernelcast.models.criteria.microbenchmarks`, "
+            "docs/criteria.md) was compiled there with nvcc to PTX and a cubin, disassembled "
+            "with nvdisasm and checked at both levels (`kernelcast.models.criteria.checks`: "
+            "the target instruction at least once per counted operation, no backward branch "
+            "between the clock reads, the inputs read from the clock, other instructions at "
+            "most 5% of the target's; the paper's Figure 2 b and c): "
+            f"{'all pass' if problems == 0 else f'{problems} problems'}; "
+            "tests/test_criteria_h100.py reruns the checks on the committed listings. Each "
+            f"was then launched {doc['warmup']} + {doc['runs']} times. *per SM per cycle*: "
+            "the target operations of the whole launch over the fastest run's time, per SM, "
+            f"at the {ghz:.2f} GHz maximum SM clock (launch overhead included, so a lower "
+            "bound); *cycles per operation*: the clock64 cycles of one block's timed region "
+            "(median over blocks, fastest run) over one thread's operations.", ""]
+    by_name = {r["name"]: r for r in records}
     rows = []
-    by_name = {r["name"]: r for r in doc["records"]}
-    for r in doc["records"]:
+    for r in records:
         if r["kind"] != "throughput":
             continue
         ops = r["grid"] * r["block"] * r["ops_per_thread"]
         lat = by_name.get(r["name"].replace("throughput/", "latency/"), {})
-        checks = len(r.get("ptx_problems", [1])) + len(r.get("sass_problems", [1]))
         rows.append([r["name"].split("/", 1)[1], f"{ops / r['min_s'] / 1e12:.2f}",
                      f"{ops / r['min_s'] / doc['sms'] / (ghz * 1e9):.1f}",
                      f"{lat['block_cycles_median'] / lat['ops_per_thread']:.1f}"
-                     if lat else "", "pass" if checks == 0 else f"{checks} problems"])
+                     if lat else ""])
     out += [table(["operation", "throughput, Top/s", "per SM per cycle",
-                   "latency, cycles per operation", "PTX and SASS checks"], rows), ""]
-    rows, full, lone = [], {}, {}
-    for r in doc["records"]:
-        if r["kind"] != "bank-conflicts":
+                   "latency, cycles per operation"], rows), ""]
+    rows = []
+    for r in records:
+        if not r["name"].startswith("memory/"):
             continue
-        ways = r["params"]["ways"]
-        full[ways] = r["block_cycles_median"] / r["ops_per_thread"]
-        lone[ways] = r["one_warp"]["block_cycles_median"] / r["ops_per_thread"]
+        _, what, level = r["name"].split("/")
+        if what == "load-latency":
+            value = f"{r['block_cycles_median'] / r['ops_per_thread']:.0f} cycles per load"
+        else:  # 8-byte accesses by every thread of the launch
+            moved = r["grid"] * r["block"] * r["ops_per_thread"] * 8
+            value = f"{moved / r['min_s'] / 1e9:,.0f} GB/s"
+        rows.append([what, level.upper() if level != "dram" else "DRAM",
+                     f"{r['params']['footprint_bytes']:,} B", value])
+    out += ["**The memory hierarchy** (8-byte loads by pointer chasing, stores streaming; "
+            "a latency chain is one warp, throughput the full GPU; *footprint*: the chased "
+            "region, per block for throughput).", "",
+            table(["access", "level", "footprint", "measured"], rows, ["l", "l", "r", "r"]),
+            ""]
+    full = {r["params"]["ways"]: r["block_cycles_median"] / r["ops_per_thread"]
+            for r in records if r["kind"] == "bank-conflicts"}
+    lone = {r["params"]["ways"]: r["one_warp"]["block_cycles_median"] / r["ops_per_thread"]
+            for r in records if r["kind"] == "bank-conflicts"}
     f_full, f_lone = shared_memory_function(full), shared_memory_function(lone)
-    for ways in sorted(full):
-        rows.append([str(ways), f"{lone[ways]:.1f}", f"{full[ways]:.1f}",
-                     f"{f_lone(1 / ways):.2f}", f"{f_full(1 / ways):.2f}"])
-    figure = ROOT / "docs" / "figures" / "f-shmem.png"
-    _f_shmem_figure([("eight blocks of 256 per SM", f_full), ("one warp", f_lone)], figure)
-    out += ["**Shared memory and F_SHMEM.** A chain of dependent 32-bit shared loads whose "
-            "lanes put *ways* of a warp on one bank, as one warp alone and with eight "
-            "blocks of 256 threads on every SM. F_SHMEM at ratio r = 1 / ways is the "
-            "relative performance over r (kernelcast.models.criteria.characterization: "
-            "monotone cubic interpolation between the samples); 1 where performance falls "
-            "exactly with the ratio.", "",
+    divergence = divergence_function(
+        {r["params"]["divergent_fraction"]: r["block_cycles_median"] for r in records
+         if r["kind"] == "divergence"})
+    dram = utilization_function("F_DRAMThr", {r["params"]["fraction"]: r["min_s"]
+                                              for r in records
+                                              if r["name"].startswith("dram-intensity/")})
+    arith = utilization_function("F_ARITHThr", {r["params"]["fraction"]: r["min_s"]
+                                                for r in records
+                                                if r["name"].startswith("arith-intensity/")})
+    rows = [[str(w), f"{lone[w]:.1f}", f"{full[w]:.1f}", f"{f_lone(1 / w):.2f}",
+             f"{f_full(1 / w):.2f}"] for w in sorted(full)]
+    out += ["**Characterization functions** (`kernelcast.models.criteria.characterization`: "
+            "sampled by the microbenchmarks, each sample the median block of the fastest "
+            "run, monotone cubic interpolation between samples; docs/criteria.md says how "
+            "each is read). F_SHMEM at ratio r = 1 / ways: the relative performance over r, "
+            "from dependent 32-bit shared loads that put *ways* lanes of a warp on one bank, "
+            "one warp alone and with eight blocks of 256 threads on every SM:", "",
             table(["ways", "cycles per load, one warp", "cycles per load, full GPU",
                    "F_SHMEM, one warp", "F_SHMEM, full GPU"], rows), "",
-            f"![F_SHMEM on the H100]({figure.relative_to(ROOT / 'docs')})", ""]
+            "F_Divergence at r = 1 / (1 + d), d the fraction of 128 if/else statements "
+            "that split every warp in halves; F_DRAMThr and F_ARITHThr at the fraction f of "
+            "each block's warps that stream from DRAM or run a chain of f32 adds: their "
+            "throughput over that of all warps.", "",
+            table(["function", "samples (x: F)"],
+                  [[f.name, ", ".join(f"{x:.3g}: {y:.2f}" for x, y in zip(f.x, f.y))]
+                   for f in (divergence, dram, arith)], ["l", "l"]), ""]
+    figure = ROOT / "docs" / "figures" / "characterization.png"
+    _characterization_figure([
+        ("F_SHMEM", "transactions / accesses", [("full GPU", f_full), ("one warp", f_lone)]),
+        ("F_Divergence", "executed / potential instructions", [("", divergence)]),
+        ("F_DRAMThr", "fraction of warps streaming", [("", dram)]),
+        ("F_ARITHThr", "fraction of warps computing", [("", arith)])], figure)
+    out += [f"![characterization functions on the H100]({figure.relative_to(ROOT / 'docs')})",
+            ""]
+    out += _criteria_cases()
     return out
+
+
+def _criteria_cases() -> list[str]:
+    path = DATA / "h100" / "criteria" / "cases.json"
+    if not path.exists():
+        return [missing(path)]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows, first = [], {}
+    for r in doc["records"]:
+        if "error" in r:
+            rows.append([r["application"], r["version"], r["error"][:60], "", "", "", ""])
+            continue
+        base = first.setdefault(r["application"], r["min_span_s"])
+        rows.append([r["application"], r["version"], r["description"],
+                     str(r["launches"]), f"{r['min_span_s'] * 1e6:.1f}",
+                     f"{base / r['min_span_s']:.2f}×", "yes" if r["correct"] else "NO",
+                     f"{r['hostsync_of_fastest']:.2f}"])
+    paper = "; ".join(f"{app} {measured} measured ({predicted} predicted)"
+                      for app, (measured, predicted) in CRITERIA_PAPER.items())
+    return ["**Case studies (§VI)** (`kernelcast.models.criteria.cases`, "
+            f"`benchmarks/criteria_cases.py measure`, {doc['date'][:10]}, `{rel(path)}`, "
+            f"{file_commit(path)}; Nsight Compute {doc['ncu']} profiles of every launch, "
+            "`--set full`, in ncu.tar.xz beside it). Each version was checked against its "
+            f"reference and timed {doc['warmup']} + {doc['runs']} times with CUDA events "
+            "around every launch and around the whole application; *time*: the fastest "
+            "run's span; *speedup*: over the application's first version; *HOSTSYNC*: the "
+            "launches' time over the span, the paper's §IV-A criterion, of that run. The "
+            f"paper's GTX 780, last version over the first: {paper}. The criteria from the "
+            "profiles are the next part of issue 25.", "",
+            table(["application", "version", "what changed", "launches", "time, µs",
+                   "speedup", "correct", "HOSTSYNC"], rows,
+                  ["l", "l", "l", "r", "r", "r", "r", "r"]), ""]
 
 
 def section_several_gpus() -> list[str]:

@@ -93,3 +93,35 @@ def test_a_characterization_refuses_bad_samples():
         Characterization("F", (1.0,), (1.0,))
     with pytest.raises(ValueError, match="conflict-free"):
         shared_memory_function({2: 10.0, 4: 20.0})
+
+
+def _by(kind_prefix, key, value):
+    return {r["params"][key]: r[value] for r in DOC["records"]
+            if r["name"].startswith(kind_prefix)}
+
+
+def test_f_divergence_from_the_measured_branches():
+    from kernelcast.models.criteria.characterization import divergence_function
+
+    cycles = _by("divergence/", "divergent_fraction", "block_cycles_median")
+    assert sorted(cycles) == [i / 8 for i in range(9)]
+    f = divergence_function(cycles)
+    for d, c in cycles.items():  # r × F(r) is the measured relative performance
+        r = 1 / (1 + d)
+        assert r * f(r) == pytest.approx(cycles[0] / c)
+    # more divergent statements never run faster, and all-divergent costs less than twice
+    ordered = [cycles[d] for d in sorted(cycles)]
+    assert ordered == sorted(ordered) and cycles[1] < 2 * cycles[0]
+
+
+@pytest.mark.parametrize("prefix, name", [("dram-intensity/", "F_DRAMThr"),
+                                          ("arith-intensity/", "F_ARITHThr")])
+def test_utilization_functions_from_the_intensity_runs(prefix, name):
+    from kernelcast.models.criteria.characterization import utilization_function
+
+    seconds = _by(prefix, "fraction", "min_s")
+    f = utilization_function(name, seconds)
+    assert f(1.0) == pytest.approx(1.0) and f.x[0] == min(seconds)
+    for frac, t in seconds.items():  # throughput f / t relative to all warps working
+        assert f(frac) == pytest.approx(frac / t * seconds[1])
+    assert f(f.x[0]) < 0.5  # a sixteenth of the warps reaches well under the peak

@@ -1,6 +1,7 @@
 """The fine-grained model's microbenchmarks (kernelcast.models.criteria): their sources,
-checked without a compiler, and the PTX/SASS checks, run on hand-written snippets in
-nvcc's PTX and nvdisasm's (or cuobjdump's) SASS syntax."""
+checked without a compiler (address patterns and branch conditions evaluated from the
+sources' own macros), and the PTX/SASS checks, run on hand-written snippets in nvcc's PTX
+and nvdisasm's (or cuobjdump's) SASS syntax."""
 
 import dataclasses
 import re
@@ -19,7 +20,22 @@ from kernelcast.models.criteria import (
     shared_conflicts,
     throughput,
 )
-from kernelcast.models.criteria.microbenchmarks import FILL_GRID, WAYS
+from kernelcast.models.criteria.checks import parse_ptx, parse_sass
+from kernelcast.models.criteria.microbenchmarks import (
+    FILL_GRID,
+    FOOTPRINT,
+    INTENSITY_WARPS,
+    LEVELS,
+    SIDE,
+    WAYS,
+    arith_intensity,
+    divergence,
+    dram_intensity,
+    kernel_name_of,
+    load_latency,
+    load_throughput,
+    store_throughput,
+)
 
 ALL = microbenchmarks()
 
@@ -33,25 +49,45 @@ def _op(dtype, name):
 
 def test_names_are_unique_and_deterministic():
     names = [b.name for b in ALL]
-    assert len(set(names)) == len(names) == 2 * len(OPS) + len(WAYS)
+    assert len(set(names)) == len(names) == 2 * len(OPS) + len(WAYS) + 9 + 8 + 2 * 8
+    # the first slice's 30, measured on the H100, come first and in their order
+    assert [b.kind for b in ALL[:30]] == ["throughput"] * 12 + ["latency"] * 12 + [
+        "bank-conflicts"] * 6
     assert names == [b.name for b in microbenchmarks()]
     assert [b.source for b in ALL] == [b.source for b in microbenchmarks()]
     assert len({b.kernel_name for b in ALL}) == len(ALL)
-    assert {"throughput/int/add", "latency/f32/sin", "shared/conflicts-8"} <= set(names)
+    assert {"throughput/int/add", "latency/f32/sin", "shared/conflicts-8",
+            "divergence/d-0.375", "memory/load-latency/l2", "memory/load-throughput/dram",
+            "memory/store-throughput/dram", "dram-intensity/0.25",
+            "arith-intensity/0.0625"} <= set(names)
+    assert kernel_name_of("divergence/d-0.375") == "divergence_d_0_375"
 
 
 def test_families_and_launches():
     kinds = {b.kind for b in ALL}
-    assert kinds == {"throughput", "latency", "bank-conflicts"}
-    assert {b.component for b in ALL} == {"int", "f32", "f32-special", "f64", "shared"}
+    assert kinds == {"throughput", "latency", "bank-conflicts", "divergence", "load-latency",
+                     "load-throughput", "store-throughput", "dram-intensity",
+                     "arith-intensity"}
+    assert {b.component for b in ALL} == {"int", "f32", "f32-special", "f64", "shared",
+                                          "divergence", "l1", "l2", "dram"}
     for b in ALL:
-        if b.kind == "latency":
+        if b.kind in ("latency", "load-latency"):
             assert (b.grid, b.block) == (1, 32)
+        elif b.kind in ("dram-intensity", "arith-intensity"):
+            assert (b.grid, b.block) == (FILL_GRID // 2, 512)  # 2048 threads per SM
         else:
             assert (b.grid, b.block) == (FILL_GRID, 256)
     assert throughput(OPS[0], grid=7).grid == 7
-    assert [b.grid for b in microbenchmarks(grid=3) if b.kind != "latency"] == [3] * 18
+    grids = [(b.kind, b.grid) for b in microbenchmarks(grid=6) if "latency" not in b.kind]
+    assert len(grids) == 18 + 9 + 5 + 16
+    assert {g for k, g in grids if "intensity" not in k} == {6}
+    assert {g for k, g in grids if "intensity" in k} == {3}
     assert [b.params["ways"] for b in ALL if b.component == "shared"] == list(WAYS)
+    assert [b.params["divergent_fraction"] for b in ALL if b.kind == "divergence"] == [
+        n / 8 for n in range(9)]
+    for kind in ("dram-intensity", "arith-intensity"):
+        assert [b.params["fraction"] for b in ALL if b.kind == kind] == [
+            w / 16 for w in INTENSITY_WARPS]
 
 
 @pytest.mark.parametrize("bench", ALL, ids=lambda b: b.name)
@@ -70,33 +106,45 @@ def test_source_shape(bench):
     # inputs are dynamic: every register starts from the clock-based seed or threadIdx
     assert "(unsigned)clock() ^ (threadIdx.x" in src
     for r in registers:
-        init = re.search(rf"\n  \w+ {r} = (.*);", src).group(1)
+        init = re.search(rf"\n  [\w ]+ {r} = (.*);", src).group(1)
         assert "seed" in init or "threadIdx" in init, init
-    # no constant goes into an asm statement: every operand is a named register
-    for operand in re.findall(r'"[=+]?[rfdl]"\(([^)]*)\)', src):
-        assert re.fullmatch(r"[A-Za-z_]\w*", operand), operand
+    # no constant goes into an asm statement: every operand is a named register (a
+    # store's address: a register plus its compile-time SLOT offset)
+    for operand in re.findall(r'"[=+]?[rfdl]"\(((?:[^()]|\([^()]*\))*)\)', src):
+        assert re.fullmatch(r"[A-Za-z_]\w*( \+ SLOT\(N, i, \d\))?", operand), operand
+    if bench.buffer_words != 1 << 20:  # the memory kernels address the buffer
+        assert re.search(r"buffer\s*\+", src) and "(void)buffer;" in src
 
 
-def _expanded_count(src, target):
-    """Target asm statements the template recursion expands to: the statements in one
-    unrolled step times UNROLL (the #pragma unroll trip count) times DEPTH (levels of
-    body<N> down to the empty body<0>), all read from the source."""
+def _loop(src):
+    """The text of the #pragma unroll loop: one step of the sequence."""
+    return src.split("for (int i = 0; i < UNROLL; ++i) {")[1].split("\n  }\n")[0]
+
+
+def _expanded_count(src, target, branches=False):
+    """Target asm statements (*branches*: if statements) the template recursion expands
+    to: the statements in one unrolled step times UNROLL (the #pragma unroll trip count)
+    times DEPTH (levels of body<N> down to the empty body<0>), all read from the source."""
     depth = int(re.search(r"#define DEPTH (\d+)", src).group(1))
     unroll = int(re.search(r"#define UNROLL (\d+)", src).group(1))
     assert "#pragma unroll\n  for (int i = 0; i < UNROLL; ++i) {" in src
     assert "body<N - 1>(" in src and "void body<0>(" in src and "body<DEPTH>(" in src
-    loop = src.split("for (int i = 0; i < UNROLL; ++i) {")[1].split("\n  }\n")[0]
-    statements = [s for s in loop.split("\n") if s.strip().startswith("asm volatile")]
+    lines = [s.strip() for s in _loop(src).split("\n")]
+    if branches:
+        return sum(s.startswith("if (") for s in lines) * unroll * depth
+    statements = [s for s in lines if s.startswith("asm volatile")]
     assert all(f'"{target} ' in s or f" {target} %" in s for s in statements)
     return len(statements) * unroll * depth
 
 
 @pytest.mark.parametrize("bench", ALL, ids=lambda b: b.name)
 def test_unrolled_expansion_matches_ops_per_thread(bench):
-    assert _expanded_count(bench.source, bench.ptx_target) == bench.ops_per_thread
-    deeper = dataclasses.replace(bench, source=bench.source.replace(
-        "#define DEPTH 8", "#define DEPTH 3"))
-    assert _expanded_count(deeper.source, bench.ptx_target) == bench.ops_per_thread * 3 // 8
+    branches = bench.count == "branches"
+    assert _expanded_count(bench.source, bench.ptx_target, branches) == bench.ops_per_thread
+    depth = int(re.search(r"#define DEPTH (\d+)", bench.source).group(1))
+    deeper = bench.source.replace(f"#define DEPTH {depth}\n", "#define DEPTH 3\n")
+    assert _expanded_count(deeper, bench.ptx_target, branches) == \
+        bench.ops_per_thread * 3 // depth
 
 
 def test_depth_scales_the_sequence():
@@ -151,6 +199,201 @@ def test_bad_ways_are_refused():
     for ways in (0, 3, 64):
         with pytest.raises(ParameterError):
             shared_conflicts(ways)
+
+
+def _macro(src, name, *free):
+    """The source's function-like macro *name* as a Python function (unsigned 32-bit
+    arithmetic), its object-like macros substituted; *free*: the variables it reads,
+    passed as further arguments."""
+    values = dict(re.findall(r"#define ([A-Z_]+) (\d+)u?\n", src))
+    params, body = re.search(rf"#define {name}\(([^)]*)\) (.*)", src).groups()
+    for key, value in values.items():
+        body = re.sub(rf"\b{key}\b", value, body)
+    body = re.sub(r"\b(\d+)u\b", r"\1", body)
+    assert re.fullmatch(r"[()\d\s*%+\->&a-z,]+", body), body
+    args = ", ".join([params, *free])
+    return eval(f"lambda {args}: ({body}) & 0xFFFFFFFF", {"__builtins__": {}})
+
+
+def _define(src, name):
+    return int(re.search(rf"#define {name} (\d+)u?\n", src).group(1))
+
+
+def test_divergent_fraction_is_what_the_lanes_give():
+    """Each if's value over the lanes of a block, from the source's DIVERGENT / UNIFORM:
+    a divergent one splits every warp 16/16, a uniform one is the same within each warp
+    (and both sides run in the block); the divergent share of the ifs is the fraction."""
+    for n in range(9):
+        bench = divergence(n)
+        src = bench.source
+        value = {"d": _macro(src, "DIVERGENT"), "u": _macro(src, "UNIFORM")}
+        assert "unsigned d = DIVERGENT(threadIdx.x);" in src
+        assert "unsigned u = UNIFORM(threadIdx.x);" in src
+        conditions = re.findall(r"\n    if \(([du])\) \{", _loop(src))
+        assert len(conditions) == 8
+        divergent = 0
+        for c in conditions:
+            warps = [[value[c](t) for t in range(w * 32, w * 32 + 32)]
+                     for w in range(bench.block // 32)]
+            if all(sorted(lanes) == [0] * 16 + [1] * 16 for lanes in warps):
+                divergent += 1
+            else:
+                assert all(len(set(lanes)) == 1 for lanes in warps), c
+                assert {lanes[0] for lanes in warps} == {0, 1}
+        assert divergent / 8 == bench.params["divergent_fraction"] == n / 8
+        assert bench.name == f"divergence/d-{n / 8:g}"
+
+
+def test_divergence_sides_and_pins():
+    """Each if is preceded by an empty asm volatile on its value (NVVM merges consecutive
+    ifs on one value otherwise), and each side is SIDE adds with its own operands."""
+    loop = _loop(divergence(3).source)
+    statements = loop.split('asm volatile("" : "+r"(')[1:]
+    assert len(statements) == 8
+    for text in statements:
+        c = text[0]
+        assert text.startswith(f'{c}));') and f"if ({c}) {{" in text
+        then, other = text.split("} else {")
+        adds = [re.findall(r'\(a(\d)\) : "r"\(a(\d)\)', side) for side in (then, other)]
+        assert [len(a) for a in adds] == [SIDE, SIDE] and adds[0] != adds[1]
+    bench = divergence(3)
+    assert (bench.ptx_target, bench.sass_targets, bench.count) == ("bra", ("BRA",), "branches")
+    assert bench.ops_per_thread == 128
+
+
+def _chase(bench, lead=0):
+    """Every chain of *bench* followed through the ops_per_thread loads of a thread, from
+    the source's START and NEXT: {(warp, chain): [row of each load]}, checking that a
+    warp's first and last lanes stay in one row (coalesced) inside the region."""
+    src = bench.source
+    start, nxt = _macro(src, "START", "lead"), _macro(src, "NEXT")
+    rows, chains = _define(src, "ROWS"), _define(src, "CHAINS")
+    warps = _define(src, "ACTIVE_WARPS") if "ACTIVE_WARPS" in src else bench.block // 32
+    out = {}
+    for w in range(warps):
+        for c in range(chains):
+            e = [start(w, c, lead) * 32 + lane for lane in (0, 31)]
+            visited = []
+            for _ in range(bench.ops_per_thread // chains):
+                e = [nxt(x) for x in e]
+                assert all(0 <= x < rows * 32 for x in e)
+                assert [x % 32 for x in e] == [0, 31] and e[0] // 32 == e[1] // 32
+                visited.append(e[0] // 32)
+            out[w, c] = visited
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_latency_chase_visits_its_footprint(level):
+    bench = load_latency(level)
+    rows = _define(bench.source, "ROWS")
+    assert rows * 256 == FOOTPRINT["latency", level] == bench.params["footprint_bytes"]
+    assert bench.buffer_words == rows * 64 and f"ld.global.{'ca' if level == 'l1' else 'cg'}" \
+        ".u64 %0, [%0];" in bench.source
+    assert "__shfl_sync(0xffffffffu, seed, 0)" in bench.source  # one start row per warp
+    for lead in (0, 12345, 2**31 + 7):
+        visited = _chase(bench, lead)[0, 0]
+        assert len(set(visited)) == min(len(visited), rows)  # no row twice before all
+        gaps = [b - a for a, b in zip(sorted(set(visited)), sorted(set(visited))[1:])]
+        assert max(gaps) <= bench.params["stride_rows"]  # spread over the whole footprint
+        assert max(visited) - min(visited) >= rows - bench.params["stride_rows"] - 1
+    # two launches (two clock values) chase different DRAM rows: L2 holds no start
+    if level == "dram":
+        assert not set(_chase(bench, 0)[0, 0]) & set(_chase(bench, 999_999)[0, 0])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_throughput_chase_covers_its_region(level):
+    bench = load_throughput(level)
+    rows = _define(bench.source, "ROWS")
+    assert rows * 256 == FOOTPRINT["throughput", level]
+    assert bench.buffer_words == bench.grid * rows * 64  # a region per block
+    assert "(size_t)blockIdx.x * ROWS * 32u" in bench.source
+    chains = _chase(bench)
+    assert len(chains) == 64
+    when = {}
+    for visited in chains.values():
+        for step, row in enumerate(visited):
+            when.setdefault(row, []).append(step)
+    assert set(when) == set(range(rows))  # the whole region
+    assert len({len(s) for s in when.values()}) == 1  # every row equally often
+    if level == "dram":  # a row is read again 64 steps later: after 64 loads of every thread
+        assert min(b - a for s in when.values() for a, b in zip(sorted(s), sorted(s)[1:])) \
+            == rows // 64
+    else:  # the L1 pass: ROWS loads bring a chain back to its start, through every row
+        nxt, start = _macro(bench.source, "NEXT"), _macro(bench.source, "START", "lead")
+        e = start(0, 0, 0) * 32
+        seen = set()
+        for _ in range(rows):
+            e = nxt(e)
+            seen.add(e // 32)
+        assert e == start(0, 0, 0) * 32 and len(seen) == rows
+        assert ("for (unsigned k = 0; k < ROWS; ++k)" in bench.source) == (level == "l1")
+
+
+def test_initialisation_writes_the_chain_once():
+    src = load_throughput("dram").source
+    assert "region[e] = (unsigned long long)&region[NEXT(e)];" in src
+    assert "if (__syncthreads_or(region[ROWS * 32u - 1u] !=" in src
+    assert src.index("__syncthreads();") < src.index("long long start = clock64();")
+
+
+@pytest.mark.parametrize("warps", INTENSITY_WARPS)
+def test_dram_intensity_chains(warps):
+    bench = dram_intensity(warps)
+    assert bench.params["fraction"] == warps / 16 and bench.block == 512
+    assert f"#define ACTIVE_WARPS {warps}u" in bench.source
+    assert "if ((threadIdx.x >> 5) >= ACTIVE_WARPS) return;" in bench.source
+    rows = _define(bench.source, "ROWS")
+    assert bench.buffer_words == bench.grid * rows * 64 and rows * 256 == 2 << 20
+    chains = _chase(bench)
+    assert len(chains) == warps
+    when = {}
+    for visited in chains.values():
+        assert len(set(visited)) == len(visited) == 4096  # a warp never rereads a row
+        for step, row in enumerate(visited):
+            when.setdefault(row, []).append(step)
+    assert min((b - a for s in when.values() for a, b in zip(sorted(s), sorted(s)[1:])),
+               default=rows) >= rows // 16
+
+
+def test_arith_intensity():
+    bench = arith_intensity(3)
+    assert bench.params == {"fraction": 3 / 16, "chains": 1}
+    assert "if ((threadIdx.x >> 5) >= ACTIVE_WARPS) return;" in bench.source
+    steps = re.findall(r'"=f"\(a(\d)\) : "f"\(a(\d)\)|"\+f"\(a(\d)\) : "f"\(a(\d)\)',
+                       _loop(bench.source))
+    assert [tuple(x for x in s if x) for s in steps] == [
+        (str(j), str((j - 1) % 8)) for j in range(8)]  # one dependent chain
+    assert bench.sass_targets == ("FADD",) and bench.ops_per_thread == 4096
+
+
+@pytest.mark.parametrize("level", ("l2", "dram"))
+def test_stores_cover_their_footprint(level):
+    """Store k of a thread goes to slab k mod SLABS (SLOT, from the source), thread t to
+    word t of the slab: a block writes its region slab after slab, all slabs equally."""
+    bench = store_throughput(level)
+    src = bench.source
+    slot, slabs = _macro(src, "SLOT"), _define(src, "SLABS")
+    depth, unroll = _define(src, "DEPTH"), _define(src, "UNROLL")
+    assert slabs * 256 * 8 == FOOTPRINT["throughput", level] == bench.params["footprint_bytes"]
+    assert bench.buffer_words == bench.grid * slabs * 256 * 2
+    offsets = [slot(n, i, j) for n in range(depth, 0, -1) for i in range(unroll)
+               for j in range(8)]
+    assert len(offsets) == bench.ops_per_thread
+    assert offsets == [k % slabs * 2048 for k in range(len(offsets))]
+    assert "buffer + ((size_t)blockIdx.x * SLABS * SLAB + threadIdx.x)" in src
+    assert bench.ptx_companions == ("add.s64",) and bench.sass_targets == ("STG.E.64",)
+
+
+def test_bad_parameters_of_the_new_families_are_refused():
+    for call in (lambda: divergence(9), lambda: divergence(-1), lambda: divergence(2, depth=0),
+                 lambda: load_latency("l3"), lambda: load_throughput("shared"),
+                 lambda: store_throughput("l1"), lambda: dram_intensity(0),
+                 lambda: dram_intensity(17), lambda: arith_intensity(0),
+                 lambda: load_latency("l1", depth=0)):
+        with pytest.raises(ParameterError):
+            call()
 
 
 # ------------------------------------------------------------------ checks
@@ -437,3 +680,95 @@ def test_cuobjdump_format():
     problems = check_sass(SIN, text)
     assert len(problems) == 1 and "backward branch at /*00a0*/" in problems[0]
     assert check_sass(SIN, text.replace("@P0 BRA 0x30", "NOP")) == []
+
+
+# ------------------------------------------------------------------ checks, new families
+
+DIV = dataclasses.replace(divergence(4), ops_per_thread=SMALL)
+
+
+def _ptx_ifs(n, conditional=True):
+    """n if/else statements as NVVM writes them: setp, a conditional bra to the else
+    side, two adds, bra.uni over it, two adds."""
+    out = ""
+    for k in range(n):
+        jump = f"\t@%p{3 + k % 2} bra \t$L__BB0_{10 + 2 * k};\n" if conditional else (
+            f"\tbra.uni \t$L__BB0_{10 + 2 * k};\n")
+        out += (f"\tsetp.eq.s32 \t%p{3 + k % 2}, %r{30 + k % 2}, 0;\n" + jump
+                + _ptx_adds(2) + f"\tbra.uni \t$L__BB0_{11 + 2 * k};\n"
+                + f"$L__BB0_{10 + 2 * k}:\n" + _ptx_adds(2, 3) + f"$L__BB0_{11 + 2 * k}:\n")
+    return out
+
+
+def test_check_ptx_counts_conditional_branches():
+    assert check_ptx(DIV, _ptx("divergence_d_0_5", _ptx_ifs(SMALL))) == []
+    problems = check_ptx(DIV, _ptx("divergence_d_0_5", _ptx_ifs(SMALL, conditional=False)))
+    assert problems == ["PTX: only 0 conditional bra in the timed region, fewer than the 8 "
+                        "the benchmark executes (folded, eliminated or moved out of the "
+                        "region, or a clock read is missing)"]
+    # the same text checked as an ordinary benchmark of bra counts the unconditional too
+    plain = dataclasses.replace(DIV, count="targets", ptx_target="bra.uni")
+    assert check_ptx(plain, _ptx("divergence_d_0_5", _ptx_ifs(SMALL))) == []
+
+
+def _sass_ifs(n):
+    """n if/else statements as ptxas 13.0 writes them: BSSY, @!P0 BRA to the else side,
+    two adds, BRA to the join, two adds, BSYNC."""
+    lines = []
+    for k in range(n):
+        lines += [f"BSSY B0, `(.L_x_{20 + 2 * k})", f"@!P{k % 2} BRA `(.L_x_{21 + 2 * k})",
+                  *_sass_adds(2), f"BRA `(.L_x_{20 + 2 * k})", f".L_x_{21 + 2 * k}:",
+                  *_sass_adds(2), f".L_x_{20 + 2 * k}:", "BSYNC B0"]
+    return lines
+
+
+def test_check_sass_counts_conditional_branches():
+    assert check_sass(DIV, _sass("divergence_d_0_5", _sass_ifs(SMALL))) == []
+    # if-converted: both sides predicated, no branch left
+    predicated = []
+    for k in range(SMALL):
+        predicated += [f"@P{k % 2} " + a for a in _sass_adds(2)]
+        predicated += [f"@!P{k % 2} " + a for a in _sass_adds(2)]
+    problems = check_sass(DIV, _sass("divergence_d_0_5", predicated))
+    assert problems == ["SASS: only 0 conditional BRA in the timed region, fewer than the 8 "
+                        "the benchmark executes (folded, eliminated or moved out of the "
+                        "region, or a clock read is missing)"]
+    # unconditional BRA (or @PT BRA) does not count
+    half = [x.replace("@!P1 BRA", "@PT BRA") for x in _sass_ifs(SMALL)]
+    assert any("only 4 conditional BRA" in p for p in check_sass(
+        DIV, _sass("divergence_d_0_5", half)))
+
+
+def test_parsers_keep_the_guard():
+    insns, _ = parse_sass("        /*0130*/               @!P0 BRA `(.L_x_1) ;\n"
+                          "        /*0140*/                   IADD3 R4, R4, R5, RZ ;")
+    assert [(i.guard, i.opcode) for i in insns] == [("@!P0", "BRA"), ("", "IADD3")]
+    insns, _ = parse_ptx("\t@%p1 bra \t$L__BB0_2;\n\tadd.s32 %r1, %r1, %r2;\n")
+    assert [(i.guard, i.opcode) for i in insns] == [("@%p1", "bra"), ("", "add.s32")]
+
+
+def test_check_sass_memory_targets_keep_the_cache_operator():
+    load = dataclasses.replace(load_throughput("dram"), ops_per_thread=SMALL)
+    chase = [f"LDG.E.64.STRONG.GPU R{4 + 2 * (k % 8)}, desc[UR4][R{4 + 2 * (k % 8)}.64]"
+             for k in range(SMALL)]
+    assert check_sass(load, _sass(load.kernel_name, chase)) == []
+    weak = [x.replace(".STRONG.GPU", "") for x in chase]  # a plain, L1-cached load
+    assert any("only 0 LDG.E.64.STRONG.GPU" in p
+               for p in check_sass(load, _sass(load.kernel_name, weak)))
+    store = dataclasses.replace(store_throughput("dram"), ops_per_thread=SMALL)
+    stores = [f"STG.E.64 desc[UR4][R10.64+{hex(k * 0x800)}], R{12 + 2 * k}" for k in range(8)]
+    assert check_sass(store, _sass(store.kernel_name, stores)) == []
+    # address arithmetic left in SASS is other work
+    unfolded = [x for k, s in enumerate(stores) for x in
+                (f"IADD3 R{30 + k}, P0, R10, {hex(k * 0x800)}, RZ", s)]
+    assert any("P3 selectivity" in p for p in check_sass(store, _sass(store.kernel_name,
+                                                                       unfolded)))
+
+
+def test_check_ptx_store_addresses_are_companions():
+    store = dataclasses.replace(store_throughput("dram"), ops_per_thread=SMALL)
+    timed = "".join(f"\tadd.s64 \t%rd{20 + k}, %rd16, {k * 2048};\n"
+                    f"\tst.global.u64 [%rd{20 + k}], %rd{8 + k};\n" for k in range(SMALL))
+    assert check_ptx(store, _ptx(store.kernel_name, timed)) == []
+    assert any("mul.wide.u32 x8" in p for p in check_ptx(store, _ptx(
+        store.kernel_name, timed.replace("add.s64", "mul.wide.u32"))))

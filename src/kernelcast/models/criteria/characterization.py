@@ -9,14 +9,19 @@ intensity and turned into a function by sampling, quantization and interpolation
 - *interpolation*: between levels, a monotone cubic (scipy's PchipInterpolator, which does
   not overshoot between samples as a spline would); outside them, the nearest level.
 
-A criterion weighs a ratio r in (0, 1] (how well the application uses the component: for
-shared memory, transactions per access) by F(r). kernelcast reads F as the correction of
-that ratio to the relative performance the hardware delivers: F(r) = performance at r /
-(performance at 1 × r), so that r × F(r) is the measured relative performance. F is 1
-where performance falls exactly as r does (kernelcast's inference; the paper's Figure 4
-shows the function without a formula, docs/criteria.md).
+Two forms, by how the paper's criteria use them (kernelcast's inference; the paper shows
+the functions without formulas, docs/criteria.md):
 
-Public names: Characterization, shared_memory_function.
+- F_SHMEM and F_Divergence *multiply a ratio* r in (0, 1] (shared transactions per access;
+  executed over potentially executed instructions): F(r) = performance at r / (performance
+  at 1 × r), so that r × F(r) is the measured relative performance, and F is 1 where
+  performance falls exactly as r does.
+- F_DRAMThr and F_ARITHThr *scale a peak*: MEMTHR = achieved / (peak × F). At a fraction f
+  of the GPU's warps doing the work, F(f) is the throughput they reach over the throughput
+  of all of them, so that peak × F(f) is what the hardware delivers at that load.
+
+Public names: Characterization, shared_memory_function, divergence_function,
+utilization_function.
 """
 
 from __future__ import annotations
@@ -61,3 +66,28 @@ def shared_memory_function(cycles_by_ways: dict[int, float]) -> Characterization
     points = sorted((1.0 / w, base / c) for w, c in cycles_by_ways.items())
     return Characterization("F_SHMEM", tuple(r for r, _ in points),
                             tuple(p / r for r, p in points))
+
+
+def divergence_function(cycles_by_fraction: dict[float, float]) -> Characterization:
+    """F_Divergence from the divergence microbenchmark: *cycles_by_fraction* maps the
+    fraction d of its if/else statements that split each warp in halves (0 … 1) to its
+    cycles. A statement whose sides are equal issues its side once when uniform and both
+    sides when divergent, so executed over potentially executed instructions is
+    r = 1 / (1 + d); relative performance is cycles(0) / cycles(d)."""
+    if 0 not in cycles_by_fraction:
+        raise ValueError("F_Divergence needs the sample without divergence (d = 0)")
+    base = cycles_by_fraction[0]
+    points = sorted((1.0 / (1.0 + d), base / c) for d, c in cycles_by_fraction.items())
+    return Characterization("F_Divergence", tuple(r for r, _ in points),
+                            tuple(p / r for r, p in points))
+
+
+def utilization_function(name: str, seconds_by_fraction: dict[float, float]) -> Characterization:
+    """F_DRAMThr or F_ARITHThr from an intensity microbenchmark: *seconds_by_fraction* maps
+    the fraction f of warps that work (each doing the same work) to the launch's seconds.
+    Throughput is f / seconds; F(f) is it over the throughput at f = 1."""
+    if 1 not in seconds_by_fraction:
+        raise ValueError(f"{name} needs the sample with every warp working (f = 1)")
+    full = 1.0 / seconds_by_fraction[1]
+    points = sorted((f, f / t / full) for f, t in seconds_by_fraction.items())
+    return Characterization(name, tuple(f for f, _ in points), tuple(v for _, v in points))

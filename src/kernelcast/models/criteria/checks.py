@@ -15,7 +15,9 @@ sentence each, empty when the kernel passes:
   index read: ``%tid`` / ``SR_TID``), so the inputs were not constant-folded;
 - the region holds at least ``ops_per_thread`` target instructions (PTX: lines whose
   opcode is ``ptx_target``; SASS: opcodes matching ``sass_targets``) -- no design here
-  lets fewer SASS instructions realize them;
+  lets fewer SASS instructions realize them. A benchmark whose ``count`` is
+  ``"branches"`` (divergence) counts only targets under a predicate guard (``@%p bra``,
+  ``@!P0 BRA``): conditional branches, which if-conversion to predication would remove;
 - no backward branch sits in the region (a rolled loop defeats P1; the design has none);
 - selectivity (P3): other instructions in the region, besides targets, their documented
   companions (``ptx_companions``, ``sass_companions``), clock reads, NOPs and branches,
@@ -41,11 +43,13 @@ MAX_OTHER_FRACTION = 0.05
 
 @dataclass(frozen=True)
 class Instruction:
-    """One instruction: opcode with modifiers, operand text, address (SASS) or None."""
+    """One instruction: opcode with modifiers, operand text, address (SASS) or None, and
+    its predicate guard (``@%p1``, ``@!P0``; empty when it has none)."""
 
     opcode: str
     operands: str
     address: int | None = None
+    guard: str = ""
 
 
 # ---------------------------------------------------------------- PTX
@@ -86,11 +90,13 @@ def parse_ptx(body: str) -> tuple[list[Instruction], dict[str, int]]:
             stmt = stmt.strip().strip("{}").strip()
             if not stmt or stmt.startswith("."):
                 continue
+            guard = ""
             if stmt.startswith("@"):  # predicate guard
-                stmt = stmt.split(None, 1)[1] if " " in stmt else ""
+                guard, stmt = stmt.split(None, 1) if " " in stmt else (stmt, "")
             parts = stmt.split(None, 1)
             if parts:
-                insns.append(Instruction(parts[0], parts[1] if len(parts) > 1 else ""))
+                insns.append(Instruction(parts[0], parts[1] if len(parts) > 1 else "",
+                                         guard=guard))
     return insns, labels
 
 
@@ -117,11 +123,11 @@ def check_ptx(bench, ptx: str) -> list[str]:
                 f"(functions: {', '.join(sorted(funcs)) or 'none'})"]
     insns, labels = parse_ptx(funcs[bench.kernel_name])
     return _check(bench, insns, "PTX",
-                  is_target=lambda i: i.opcode == bench.ptx_target,
+                  is_target=lambda i: i.opcode == bench.ptx_target and _counted(bench, i),
                   is_companion=lambda i: i.opcode in bench.ptx_companions,
                   is_clock=_ptx_is_clock, is_tid=_ptx_is_tid, is_nop=lambda i: False,
                   target_at=lambda i, k: _ptx_branch_target(i, k, labels),
-                  target_names=bench.ptx_target)
+                  target_names=_names(bench, bench.ptx_target))
 
 
 # ---------------------------------------------------------------- SASS
@@ -162,12 +168,13 @@ def parse_sass(body: str) -> tuple[list[Instruction], dict[str, int]]:
         if not m:
             continue
         text = m.group(2).strip().lstrip("{").strip()
+        guard = ""
         if text.startswith("@"):
-            text = text.split(None, 1)[1] if " " in text else ""
+            guard, text = text.split(None, 1) if " " in text else (text, "")
         parts = text.split(None, 1)
         if parts:
             insns.append(Instruction(parts[0], parts[1] if len(parts) > 1 else "",
-                                     int(m.group(1), 16)))
+                                     int(m.group(1), 16), guard))
     return insns, labels
 
 
@@ -207,17 +214,28 @@ def check_sass(bench, sass: str) -> list[str]:
     insns, labels = parse_sass(funcs[bench.kernel_name])
 
     def is_target(i):
-        return not i.opcode.startswith("IMAD.MOV") and _matches(i.opcode, bench.sass_targets)
+        return (not i.opcode.startswith("IMAD.MOV") and _matches(i.opcode, bench.sass_targets)
+                and _counted(bench, i))
 
     return _check(bench, insns, "SASS", is_target=is_target,
                   is_companion=lambda i: _matches(i.opcode, bench.sass_companions),
                   is_clock=_sass_is_clock, is_tid=_sass_is_tid,
                   is_nop=lambda i: i.opcode == "NOP",
                   target_at=lambda i, k: _sass_branch_target(i, insns, labels),
-                  target_names="/".join(bench.sass_targets))
+                  target_names=_names(bench, "/".join(bench.sass_targets)))
 
 
 # ---------------------------------------------------------------- shared
+
+
+def _counted(bench, i: Instruction) -> bool:
+    """Whether a target instruction counts: always, or (count "branches") when a predicate
+    other than the always-true PT guards it."""
+    return bench.count != "branches" or i.guard not in ("", "@PT")
+
+
+def _names(bench, names: str) -> str:
+    return f"conditional {names}" if bench.count == "branches" else names
 
 
 def _check(bench, insns, level, *, is_target, is_companion, is_clock, is_tid, is_nop,

@@ -28,10 +28,24 @@ Families:
   (pointer chasing through a table whose words hold their own shared address); lane l reads
   word ``l * ways`` (stride ``ways`` words), which puts ``ways`` lanes of a warp on each of
   32 / ways banks of the 32 four-byte banks; ways = 1 has no conflict.
+- divergence (F_Divergence), d = 0, 1/8, ..., 1: steps of 8 if/else statements on a
+  value computed before the region, the first 8d splitting each warp in half, the rest
+  uniform over a warp; each side is SIDE adds; the targets are the conditional branches.
+- memory (the paper's §V latencies and throughputs): pointer chasing ``p = *p`` through
+  64-bit addresses that the kernel writes into its buffer region on the first launch:
+  load latency (one warp, one chain) and load throughput (8 chains per thread, full GPU)
+  at an L1 (``ld.global.ca``), L2 (``ld.global.cg``) and DRAM footprint; store throughput
+  (``st.global.u64`` at compile-time offsets) at an L2 and a DRAM footprint.
+- DRAM and arithmetic intensity (F_DRAMThr, F_ARITHThr): 1 to 16 warps of each 16-warp
+  block chase one DRAM chain, or run the f32 add latency chain; the others return.
+
+Microbenchmark.buffer_words is the buffer the runner must allocate (zero-filled).
 
 Public names: Microbenchmark, Op, OPS, SM_COUNT, FILL_GRID, FILL_BLOCK, DEPTH, UNROLL,
-CHAINS, WAYS, TABLE_WORDS, arithmetic, throughput, latency, shared_conflicts,
-microbenchmarks, kernel_name_of.
+CHAINS, WAYS, TABLE_WORDS, SIDE, DIVERGENCE_UNROLL, ROW, LEVELS, CACHE_OPERATOR, SASS_LOAD,
+FOOTPRINT, INTENSITY_BLOCK, INTENSITY_WARPS, INTENSITY_FOOTPRINT, arithmetic, throughput,
+latency, shared_conflicts, divergence, load_latency, load_throughput, store_throughput,
+dram_intensity, arith_intensity, microbenchmarks, kernel_name_of.
 """
 
 from __future__ import annotations
@@ -56,7 +70,12 @@ class Microbenchmark:
     its PTX and SASS must show (checked by kernelcast.models.criteria.checks).
     *sass_companions* / *ptx_companions*: instructions the target's realization needs
     beside it (MUFU.SIN's FMUL.RZ range reduction, set's SEL; rcp's guard setp in PTX);
-    the selectivity check does not count them as other work."""
+    the selectivity check does not count them as other work.
+    *count*: what the checks count against ops_per_thread: ``"targets"`` (instructions
+    named by ptx_target / sass_targets) or ``"branches"`` (only those under a predicate
+    guard: conditional branches, the divergence family).
+    *buffer_words*: 32-bit words the runner allocates for ``buffer`` (zero-filled; the
+    memory kernels initialise what they chase themselves)."""
 
     name: str
     component: str
@@ -71,6 +90,8 @@ class Microbenchmark:
     params: dict = field(hash=False)
     sass_companions: tuple[str, ...] = ()
     ptx_companions: tuple[str, ...] = ()
+    count: str = "targets"
+    buffer_words: int = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -137,13 +158,14 @@ __device__ __forceinline__ unsigned bits(double x) {
 
 
 def kernel_name_of(name: str) -> str:
-    """A benchmark name as a C identifier: 'throughput/int/add' -> 'throughput_int_add'."""
-    return name.replace("/", "_").replace("-", "_")
+    """A benchmark name as a C identifier: 'throughput/int/add' -> 'throughput_int_add',
+    'divergence/d-0.375' -> 'divergence_d_0_375'."""
+    return name.replace("/", "_").replace("-", "_").replace(".", "_")
 
 
 def _source(name: str, kernel: str, ctype: str, constraint: str, names: list[str],
             steps: list[str], init: list[str], sink: str, depth: int, defines: str = "",
-            prologue: str = "") -> str:
+            prologue: str = "", unroll: int = UNROLL) -> str:
     """The common skeleton: defines, the recursive template body over the registers
     *names* (passed by reference) and the seed (by value), the kernel."""
     params = ", ".join([f"{ctype} &{n}" for n in names] + ["unsigned seed"])
@@ -155,7 +177,7 @@ def _source(name: str, kernel: str, ctype: str, constraint: str, names: list[str
     return f"""\
 // kernelcast criteria microbenchmark {name} (generated; docs/criteria.md)
 #define DEPTH {depth}
-#define UNROLL {UNROLL}
+#define UNROLL {unroll}
 {defines}
 {_HELPERS}
 // Figure 3's template recursion: UNROLL steps fully unrolled, then body<N - 1>.
@@ -280,9 +302,255 @@ def shared_conflicts(ways: int, *, grid: int = FILL_GRID, block: int = FILL_BLOC
         ptx_target="ld.shared.u32", sass_targets=("LDS",), params={"ways": ways})
 
 
+# ---------------------------------------------------------------- divergence
+
+SIDE = 16                 # adds on each side of an if (ptxas 13.0 if-converts up to 7)
+DIVERGENCE_UNROLL = 16    # steps of 8 control statements: 128 per thread at depth 1
+_DIVERGENCE_DEFINES = """\
+// a lane's branch values: DIVERGENT splits every warp in half, UNIFORM is the same for
+// the 32 lanes of a warp (and alternates between warps)
+#define DIVERGENT(t) ((t) & 1u)
+#define UNIFORM(t) (((t) >> 5) & 1u)
+"""
+
+
+def _adds(shift: int) -> list[str]:
+    """One side of a control statement: SIDE adds, a_k += a_{k + shift} (indices mod 8)."""
+    return [f'  asm volatile("add.s32 %0, %0, %1;" : "+r"(a{k % CHAINS}) '
+            f': "r"(a{(k + shift) % CHAINS}));' for k in range(SIDE)]
+
+
+def divergence(divergent: int, *, grid: int = FILL_GRID, block: int = FILL_BLOCK,
+               depth: int = 1) -> Microbenchmark:
+    """F_Divergence's microbenchmark: steps of 8 if/else statements, the first *divergent*
+    (0-8) of them on a value that splits each warp in half, the others on a value uniform
+    over the warp; each side is SIDE adds (a different operand on each side)."""
+    if not 0 <= divergent <= CHAINS:
+        raise ParameterError(f"divergent must be 0 to {CHAINS}, not {divergent}")
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    fraction = divergent / CHAINS
+    name = f"divergence/d-{fraction:g}"
+    kernel = kernel_name_of(name)
+    steps = []
+    for j in range(CHAINS):
+        c = "d" if j < divergent else "u"
+        steps += [f'asm volatile("" : "+r"({c}));  // opaque to NVVM: the ifs stay apart',
+                  f"if ({c}) {{", *_adds(1), "} else {", *_adds(3), "}"]
+    ctype, _, init = _TYPES["int"]
+    inits = [f"{ctype} a{j} = {init.format(k=j + 1)};" for j in range(CHAINS)]
+    inits += ["unsigned d = DIVERGENT(threadIdx.x);", "unsigned u = UNIFORM(threadIdx.x);"]
+    names = [f"a{j}" for j in range(CHAINS)] + ["d", "u"]
+    source = _source(name, kernel, ctype, "r", names, steps, inits, " ^ ".join(names), depth,
+                     defines=_DIVERGENCE_DEFINES, unroll=DIVERGENCE_UNROLL)
+    return Microbenchmark(
+        name=name, component="divergence", kind="divergence", source=source,
+        kernel_name=kernel, block=block, grid=grid,
+        ops_per_thread=CHAINS * DIVERGENCE_UNROLL * depth, ptx_target="bra",
+        sass_targets=("BRA",), count="branches",
+        ptx_companions=("add.s32", "setp.eq.s32", "setp.ne.s32"),
+        sass_companions=("IADD3", "IMAD.IADD", "VIADD", "BSSY", "BSYNC"),
+        params={"divergent_fraction": fraction})
+
+
+# ---------------------------------------------------------------- memory
+
+ROW = 32                  # eight-byte elements per row: one warp's coalesced access (256 B)
+LEVELS = ("l1", "l2", "dram")
+CACHE_OPERATOR = {"l1": "ca", "l2": "cg", "dram": "cg"}
+# what ptxas 13.0 makes of them: .ca is a relaxed CTA-scope load, .cg a GPU-scope one
+SASS_LOAD = {"ca": "LDG.E.64.STRONG.SM", "cg": "LDG.E.64.STRONG.GPU"}
+# bytes of the region one block chases or stores to: latency (one warp: the whole
+# footprint), throughput (each block its own)
+FOOTPRINT = {("latency", "l1"): 16 << 10, ("latency", "l2"): 4 << 20,
+             ("latency", "dram"): 1 << 30, ("throughput", "l1"): 8 << 10,
+             ("throughput", "l2"): 8 << 10, ("throughput", "dram"): 1 << 20}
+INTENSITY_BLOCK = 512     # 16 warps, 4 blocks per SM (2048 threads)
+INTENSITY_WARPS = (1, 2, 3, 4, 6, 8, 12, 16)   # warps of a block that work, of 16
+INTENSITY_FOOTPRINT = 2 << 20
+
+_CHASE_PROLOGUE = """\
+  // the block's region: element e holds the address of element NEXT(e). Written by the
+  // first launch; a later one finds it written and leaves it (and the caches) alone.
+  unsigned long long *region = (unsigned long long *)buffer
+                               + (size_t)blockIdx.x * ROWS * 32u;
+  if (__syncthreads_or(region[ROWS * 32u - 1u] !=
+                       (unsigned long long)&region[NEXT(ROWS * 32u - 1u)]))
+    for (unsigned e = threadIdx.x; e < ROWS * 32u; e += blockDim.x)
+      region[e] = (unsigned long long)&region[NEXT(e)];
+  __syncthreads();
+"""
+_FOLD = "#define FOLD(x) ((unsigned)((x) ^ ((x) >> 32)))\n"
+
+
+def _chase(name: str, component: str, kind: str, *, rows: int, stride: int, chains: int,
+           spacing: int, cache: str, lead: str, warm: bool, grid: int, block: int,
+           depth: int, active: int | None = None) -> Microbenchmark:
+    """A pointer chase through one region per block of *rows* rows: *chains* chains per
+    thread (lane l on element l of a row: coalesced), each load ``p = *p`` one row of
+    *stride* on; chain c of warp w starts at row (w * chains + c) * spacing + lead.
+    *warm*: a pass over the region before the start read (L1). *active*: warps of a
+    block that chase; the others return after the initialisation."""
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    kernel = kernel_name_of(name)
+    op = f"ld.global.{cache}.u64"
+    names = [f"p{c}" for c in range(chains)]
+    steps = [f'asm volatile("{op} %0, [%0];" : "+l"({names[j % chains]}));'
+             for j in range(CHAINS)]
+    defines = (f"#define ROWS {rows}u\n#define STRIDE {stride}u\n#define CHAINS {chains}u\n"
+               f"#define SPACING {spacing}u\n"
+               "// the element that element e points to: the same lane, STRIDE rows on\n"
+               "#define NEXT(e) (((e) + STRIDE * 32u) % (ROWS * 32u))\n"
+               "// the row chain c of warp w starts from\n"
+               "#define START(w, c) ((((w) * CHAINS + (c)) * SPACING + lead) % ROWS)\n"
+               + _FOLD)
+    prologue = _CHASE_PROLOGUE
+    if active is not None:
+        defines += f"#define ACTIVE_WARPS {active}u\n"
+        prologue += "  if ((threadIdx.x >> 5) >= ACTIVE_WARPS) return;  // this warp idles\n"
+    init = [f"unsigned lead = {lead};"]
+    init += [f"unsigned long long {n} = (unsigned long long)&region[START(threadIdx.x >> 5, "
+             f"{c}u) * 32u + (threadIdx.x & 31u)];" for c, n in enumerate(names)]
+    if warm:
+        init += ["#pragma unroll 1",
+                 "for (unsigned k = 0; k < ROWS; ++k) {  // a pass brings the region into L1"]
+        init += [f'  asm volatile("{op} %0, [%0];" : "+l"({n}));' for n in names] + ["}"]
+    source = _source(name, kernel, "unsigned long long", "l", names, steps, init,
+                     f"FOLD({' ^ '.join(names)})", depth, defines=defines, prologue=prologue)
+    params = {"footprint_bytes": rows * ROW * 8, "stride_rows": stride, "chains": chains}
+    if active is not None:
+        params["fraction"] = active / (block // 32)
+    return Microbenchmark(
+        name=name, component=component, kind=kind, source=source, kernel_name=kernel,
+        block=block, grid=grid, ops_per_thread=CHAINS * UNROLL * depth, ptx_target=op,
+        sass_targets=(SASS_LOAD[cache],), params=params,
+        buffer_words=grid * rows * ROW * 2)
+
+
+def _level(level: str) -> str:
+    if level not in LEVELS:
+        raise ParameterError(f"level must be one of {LEVELS}, not {level!r}")
+    return level
+
+
+def load_latency(level: str, *, depth: int = DEPTH) -> Microbenchmark:
+    """One warp chasing one chain through FOOTPRINT[latency, level] bytes with the level's
+    cache operator; rows STRIDE apart spread the chain over the footprint, and the start
+    row comes from the clock, so a launch does not find the last one's rows in L2."""
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    rows = FOOTPRINT["latency", _level(level)] // (ROW * 8)
+    return _chase(f"memory/load-latency/{level}", level, "load-latency", rows=rows,
+                  stride=(rows // (CHAINS * UNROLL * depth)) | 1, chains=1, spacing=0,
+                  cache=CACHE_OPERATOR[level], lead="__shfl_sync(0xffffffffu, seed, 0)",
+                  warm=level == "l1", grid=1, block=32, depth=depth)
+
+
+def load_throughput(level: str, *, grid: int = FILL_GRID, block: int = FILL_BLOCK,
+                    depth: int = DEPTH) -> Microbenchmark:
+    """Every thread chasing 8 chains through its block's FOOTPRINT[throughput, level]
+    bytes, consecutive rows; the 64 chains of a block start evenly spaced, so each DRAM
+    row is read again only after the GPU has read far more than L2 holds."""
+    rows = FOOTPRINT["throughput", _level(level)] // (ROW * 8)
+    spacing = max(1, rows // (FILL_BLOCK // 32 * CHAINS))
+    return _chase(f"memory/load-throughput/{level}", level, "load-throughput", rows=rows,
+                  stride=1, chains=CHAINS, spacing=spacing, cache=CACHE_OPERATOR[level],
+                  lead="0u", warm=level == "l1", grid=grid, block=block, depth=depth)
+
+
+def store_throughput(level: str, *, grid: int = FILL_GRID, block: int = FILL_BLOCK,
+                     depth: int = DEPTH) -> Microbenchmark:
+    """Every thread storing 8-byte words (st.global.u64) to its block's FOOTPRINT bytes:
+    store k of the block is slab k mod SLABS (a slab: FILL_BLOCK consecutive words,
+    thread t writes word t). Stores are not cached in L1, so there is no l1 level."""
+    if level not in ("l2", "dram"):
+        raise ParameterError(f"level must be 'l2' or 'dram', not {level!r}")
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    name = f"memory/store-throughput/{level}"
+    kernel = kernel_name_of(name)
+    slabs = FOOTPRINT["throughput", level] // (FILL_BLOCK * 8)
+    names = [f"a{j}" for j in range(CHAINS)]
+    steps = [f'asm volatile("st.global.u64 [%0], %1;" :: "l"(q + SLOT(N, i, {j})), '
+             f'"l"(a{j}));' for j in range(CHAINS)]
+    defines = (f"#define SLAB {FILL_BLOCK}u\n#define SLABS {slabs}u\n"
+               "// the byte offset of store j of step i of body<n>: its slab\n"
+               "#define SLOT(n, i, j) ((((DEPTH - (n)) * UNROLL + (i)) * 8u + (j)) % SLABS "
+               "* SLAB * 8u)\n" + _FOLD)
+    init = [f"unsigned long long a{j} = (unsigned long long)seed * {2 * j + 1}u;"
+            for j in range(CHAINS)]
+    init += ["unsigned long long q = (unsigned long long)((unsigned long long *)buffer "
+             "+ ((size_t)blockIdx.x * SLABS * SLAB + threadIdx.x));"]
+    source = _source(name, kernel, "unsigned long long", "l", names + ["q"], steps, init,
+                     f"FOLD({' ^ '.join(names + ['q'])})", depth, defines=defines)
+    return Microbenchmark(
+        name=name, component=level, kind="store-throughput", source=source,
+        kernel_name=kernel, block=block, grid=grid, ops_per_thread=CHAINS * UNROLL * depth,
+        ptx_target="st.global.u64", sass_targets=("STG.E.64",), ptx_companions=("add.s64",),
+        params={"footprint_bytes": slabs * FILL_BLOCK * 8},
+        buffer_words=grid * slabs * FILL_BLOCK * 2)
+
+
+# ---------------------------------------------------------------- intensity
+
+
+def _warps(warps: int) -> int:
+    if warps not in range(1, INTENSITY_BLOCK // 32 + 1):
+        raise ParameterError(f"warps must be 1 to {INTENSITY_BLOCK // 32}, not {warps}")
+    return warps
+
+
+def dram_intensity(warps: int, *, grid: int = FILL_GRID // 2,
+                   depth: int = DEPTH) -> Microbenchmark:
+    """F_DRAMThr's microbenchmark: *warps* of each block's 16 chase one chain each through
+    the block's 2 MiB (DRAM), consecutive rows, the others idle: the bytes in flight, and
+    so the bandwidth asked of DRAM, grow with warps / 16."""
+    rows = INTENSITY_FOOTPRINT // (ROW * 8)
+    fraction = _warps(warps) / (INTENSITY_BLOCK // 32)
+    return _chase(f"dram-intensity/{fraction:g}", "dram", "dram-intensity", rows=rows,
+                  stride=1, chains=1, spacing=rows // (INTENSITY_BLOCK // 32), cache="cg",
+                  lead="0u", warm=False, grid=grid, block=INTENSITY_BLOCK, depth=depth,
+                  active=warps)
+
+
+def arith_intensity(warps: int, *, grid: int = FILL_GRID // 2,
+                    depth: int = DEPTH) -> Microbenchmark:
+    """F_ARITHThr's microbenchmark: *warps* of each block's 16 run the f32 add latency
+    chain (one dependent add per FADD latency), the others idle."""
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    op = next(o for o in OPS if (o.dtype, o.name) == ("f32", "add"))
+    fraction = _warps(warps) / (INTENSITY_BLOCK // 32)
+    name = f"arith-intensity/{fraction:g}"
+    kernel = kernel_name_of(name)
+    ctype, constraint, init = _TYPES[op.dtype]
+    steps = [_step(op, constraint, j, "latency") for j in range(CHAINS)]
+    inits = [f"{ctype} a{j} = {init.format(j=j)};" for j in range(CHAINS)]
+    source = _source(name, kernel, ctype, constraint, [f"a{j}" for j in range(CHAINS)],
+                     steps, inits, " ^ ".join(f"bits(a{j})" for j in range(CHAINS)), depth,
+                     defines=f"#define ACTIVE_WARPS {warps}u\n",
+                     prologue="  if ((threadIdx.x >> 5) >= ACTIVE_WARPS) return;  "
+                              "// this warp idles\n")
+    return Microbenchmark(
+        name=name, component=op.component, kind="arith-intensity", source=source,
+        kernel_name=kernel, block=INTENSITY_BLOCK, grid=grid,
+        ops_per_thread=CHAINS * UNROLL * depth, ptx_target=op.ptx, sass_targets=op.sass,
+        params={"fraction": fraction, "chains": 1})
+
+
 def microbenchmarks(*, grid: int = FILL_GRID) -> list[Microbenchmark]:
     """Every microbenchmark with default parameters, in a fixed order: throughput of each
-    op, latency of each op, then shared memory by ways. *grid* scales the launches that
-    fill the GPU (throughput and shared)."""
+    op, latency of each op, shared memory by ways, divergence by fraction, memory (load
+    latency, load throughput, store throughput by level), DRAM and arithmetic intensity
+    by fraction. *grid* scales the launches that fill the GPU (blocks of 256 threads;
+    the intensity families' blocks of 512 get grid // 2)."""
+    half = max(1, grid // 2)
     return ([throughput(op, grid=grid) for op in OPS] + [latency(op) for op in OPS]
-            + [shared_conflicts(w, grid=grid) for w in WAYS])
+            + [shared_conflicts(w, grid=grid) for w in WAYS]
+            + [divergence(n, grid=grid) for n in range(CHAINS + 1)]
+            + [load_latency(level) for level in LEVELS]
+            + [load_throughput(level, grid=grid) for level in LEVELS]
+            + [store_throughput(level, grid=grid) for level in ("l2", "dram")]
+            + [dram_intensity(w, grid=half) for w in INTENSITY_WARPS]
+            + [arith_intensity(w, grid=half) for w in INTENSITY_WARPS])
