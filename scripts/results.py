@@ -1641,140 +1641,168 @@ CRITERIA_PAPER = {"reduction": ("4.98×", "5.8×"), "transpose": ("3×", "about 
                   "bfs": ("4.1×", "up to 10×")}
 
 
-def section_criteria() -> list[str]:
+CRITERIA_GPUS = (("h100", "H100"), ("h200", "H200"))
+
+
+def _functions(records) -> dict:
+    """The characterization functions of one GPU's microbenchmark records."""
     from kernelcast.models.criteria.characterization import (divergence_function,
                                                              shared_memory_function,
                                                              utilization_function)
 
-    out = ["## Fine-grained model: microbenchmarks and case studies on the H100", ""]
-    path = DATA / "h100" / "criteria" / "microbenchmarks.json"
-    if not path.exists():
-        return out + [missing(path)]
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    ghz = doc["clock_khz"] / 1e6
-    records = doc["records"]
-    problems = sum(len(r.get("ptx_problems", [1])) + len(r.get("sass_problems", [1]))
-                   for r in records)
-    out += [f"`benchmarks/criteria_microbenchmarks.py measure` on {doc['device']} "
-            f"(sm_{doc['compute_capability']}, {doc['sms']} SMs, driver "
-            f"{doc['nvidia_smi'].split(',')[0]}), {doc['date'][:10]} (`{rel(path)}`, "
-            f"{file_commit(path)}; PTX and SASS listings beside it). Each of the "
-            f"{len(records)} microbenchmarks (`kernelcast.models.criteria.microbenchmarks`, "
-            "docs/criteria.md) was compiled there with nvcc to PTX and a cubin, disassembled "
-            "with nvdisasm and checked at both levels (`kernelcast.models.criteria.checks`: "
-            "the target instruction at least once per counted operation, no backward branch "
-            "between the clock reads, the inputs read from the clock, other instructions at "
-            "most 5% of the target's; the paper's Figure 2 b and c): "
-            f"{'all pass' if problems == 0 else f'{problems} problems'}; "
-            "tests/test_criteria_h100.py reruns the checks on the committed listings. Each "
-            f"was then launched {doc['warmup']} + {doc['runs']} times. *per SM per cycle*: "
-            "the target operations of the whole launch over the fastest run's time, per SM, "
-            f"at the {ghz:.2f} GHz maximum SM clock (launch overhead included, so a lower "
-            "bound); *cycles per operation*: the clock64 cycles of one block's timed region "
-            "(median over blocks, fastest run) over one thread's operations.", ""]
-    by_name = {r["name"]: r for r in records}
+    def per_load(timing, r):
+        return timing["block_cycles_median"] / r["ops_per_thread"]
+
+    conflicts = [r for r in records if r["kind"] == "bank-conflicts"]
+    return {
+        "F_SHMEM": shared_memory_function({r["params"]["ways"]: per_load(r, r)
+                                           for r in conflicts}),
+        "F_SHMEM, one warp": shared_memory_function(
+            {r["params"]["ways"]: per_load(r["one_warp"], r) for r in conflicts}),
+        "F_Divergence": divergence_function(
+            {r["params"]["divergent_fraction"]: r["block_cycles_median"] for r in records
+             if r["kind"] == "divergence"}),
+        "F_DRAMThr": utilization_function("F_DRAMThr", {
+            r["params"]["fraction"]: r["min_s"] for r in records
+            if r["name"].startswith("dram-intensity/")}),
+        "F_ARITHThr": utilization_function("F_ARITHThr", {
+            r["params"]["fraction"]: r["min_s"] for r in records
+            if r["name"].startswith("arith-intensity/")})}
+
+
+def section_criteria() -> list[str]:
+    out = ["## Fine-grained model: microbenchmarks and case studies on the H100 and H200", ""]
+    docs = [(label, DATA / gpu / "criteria" / "microbenchmarks.json")
+            for gpu, label in CRITERIA_GPUS]
+    docs = [(label, path, json.loads(path.read_text(encoding="utf-8")))
+            for label, path in docs if path.exists()]
+    if not docs:
+        return out + [missing(DATA / "h100" / "criteria" / "microbenchmarks.json")]
+    labels = [label for label, _, _ in docs]
+    runs = "; ".join(
+        f"{label}: {doc['device']} (sm_{doc['compute_capability']}, {doc['sms']} SMs, "
+        f"driver {doc['nvidia_smi'].split(',')[0]}), {doc['date'][:10]}, `{rel(path)}` "
+        f"({file_commit(path)}), "
+        + ("all checks pass" if not sum(len(r.get("ptx_problems", [1]))
+                                        + len(r.get("sass_problems", [1]))
+                                        for r in doc["records"]) else "CHECKS FAIL")
+        for label, path, doc in docs)
+    first = docs[0][2]
+    out += [f"`benchmarks/criteria_microbenchmarks.py measure`, {runs}; PTX and SASS "
+            "listings beside each. Each of the "
+            f"{len(first['records'])} microbenchmarks (`kernelcast.models.criteria."
+            "microbenchmarks`, docs/criteria.md) was compiled on the GPU's machine with "
+            "nvcc to PTX and a cubin, disassembled with nvdisasm and checked at both levels "
+            "(`kernelcast.models.criteria.checks`: the target instruction at least once per "
+            "counted operation, no backward branch between the clock reads, the inputs read "
+            "from the clock, other instructions at most 5% of the target's; the paper's "
+            "Figure 2 b and c); tests/test_criteria_gpu_data.py reruns the checks on the "
+            f"committed listings. Each was then launched {first['warmup']} + "
+            f"{first['runs']} times. *per SM per cycle*: the target operations of the whole "
+            "launch over the fastest run's time, per SM, at the GPU's maximum SM clock "
+            "(launch overhead included, so a lower bound); *latency*: the clock64 cycles of "
+            "one block's timed region (median over blocks, fastest run) over one thread's "
+            "operations.", ""]
+    names = [r["name"] for r in first["records"] if r["kind"] == "throughput"]
     rows = []
-    for r in records:
-        if r["kind"] != "throughput":
-            continue
-        ops = r["grid"] * r["block"] * r["ops_per_thread"]
-        lat = by_name.get(r["name"].replace("throughput/", "latency/"), {})
-        rows.append([r["name"].split("/", 1)[1], f"{ops / r['min_s'] / 1e12:.2f}",
-                     f"{ops / r['min_s'] / doc['sms'] / (ghz * 1e9):.1f}",
-                     f"{lat['block_cycles_median'] / lat['ops_per_thread']:.1f}"
-                     if lat else ""])
-    out += [table(["operation", "throughput, Top/s", "per SM per cycle",
-                   "latency, cycles per operation"], rows), ""]
+    for name in names:
+        row = [name.split("/", 1)[1]]
+        for _, _, doc in docs:
+            by = {r["name"]: r for r in doc["records"]}
+            r, lat = by[name], by[name.replace("throughput/", "latency/")]
+            ops = r["grid"] * r["block"] * r["ops_per_thread"]
+            row += [f"{ops / r['min_s'] / doc['sms'] / (doc['clock_khz'] * 1e3):.1f}",
+                    f"{lat['block_cycles_median'] / lat['ops_per_thread']:.1f}"]
+        rows.append(row)
+    out += [table(["operation"] + [f"{l}: {what}" for l in labels
+                                   for what in ("per SM per cycle", "latency, cycles")], rows),
+            ""]
     rows = []
-    for r in records:
-        if not r["name"].startswith("memory/"):
+    for r0 in first["records"]:
+        if not r0["name"].startswith("memory/"):
             continue
-        _, what, level = r["name"].split("/")
-        if what == "load-latency":
-            value = f"{r['block_cycles_median'] / r['ops_per_thread']:.0f} cycles per load"
-        else:  # 8-byte accesses by every thread of the launch
-            moved = r["grid"] * r["block"] * r["ops_per_thread"] * 8
-            value = f"{moved / r['min_s'] / 1e9:,.0f} GB/s"
-        rows.append([what, level.upper() if level != "dram" else "DRAM",
-                     f"{r['params']['footprint_bytes']:,} B", value])
+        _, what, level = r0["name"].split("/")
+        row = [what, level.upper() if level != "dram" else "DRAM",
+               f"{r0['params']['footprint_bytes']:,} B"]
+        for _, _, doc in docs:
+            r = {x["name"]: x for x in doc["records"]}[r0["name"]]
+            if what == "load-latency":
+                row.append(f"{r['block_cycles_median'] / r['ops_per_thread']:.0f} cycles")
+            else:  # 8-byte accesses by every thread of the launch
+                moved = r["grid"] * r["block"] * r["ops_per_thread"] * 8
+                row.append(f"{moved / r['min_s'] / 1e9:,.0f} GB/s")
+        rows.append(row)
     out += ["**The memory hierarchy** (8-byte loads by pointer chasing, stores streaming; "
             "a latency chain is one warp, throughput the full GPU; *footprint*: the chased "
             "region, per block for throughput).", "",
-            table(["access", "level", "footprint", "measured"], rows, ["l", "l", "r", "r"]),
-            ""]
-    full = {r["params"]["ways"]: r["block_cycles_median"] / r["ops_per_thread"]
-            for r in records if r["kind"] == "bank-conflicts"}
-    lone = {r["params"]["ways"]: r["one_warp"]["block_cycles_median"] / r["ops_per_thread"]
-            for r in records if r["kind"] == "bank-conflicts"}
-    f_full, f_lone = shared_memory_function(full), shared_memory_function(lone)
-    divergence = divergence_function(
-        {r["params"]["divergent_fraction"]: r["block_cycles_median"] for r in records
-         if r["kind"] == "divergence"})
-    dram = utilization_function("F_DRAMThr", {r["params"]["fraction"]: r["min_s"]
-                                              for r in records
-                                              if r["name"].startswith("dram-intensity/")})
-    arith = utilization_function("F_ARITHThr", {r["params"]["fraction"]: r["min_s"]
-                                                for r in records
-                                                if r["name"].startswith("arith-intensity/")})
-    rows = [[str(w), f"{lone[w]:.1f}", f"{full[w]:.1f}", f"{f_lone(1 / w):.2f}",
-             f"{f_full(1 / w):.2f}"] for w in sorted(full)]
+            table(["access", "level", "footprint"] + labels, rows,
+                  ["l", "l", "r"] + ["r"] * len(labels)), ""]
+    functions = [(label, _functions(doc["records"])) for label, _, doc in docs]
+    rows = []
+    for name in functions[0][1]:
+        for label, fs in functions:
+            f = fs[name]
+            rows.append([name, label, ", ".join(f"{x:.3g}: {y:.2f}"
+                                                for x, y in zip(f.x, f.y))])
     out += ["**Characterization functions** (`kernelcast.models.criteria.characterization`: "
             "sampled by the microbenchmarks, each sample the median block of the fastest "
             "run, monotone cubic interpolation between samples; docs/criteria.md says how "
-            "each is read). F_SHMEM at ratio r = 1 / ways: the relative performance over r, "
-            "from dependent 32-bit shared loads that put *ways* lanes of a warp on one bank, "
-            "one warp alone and with eight blocks of 256 threads on every SM:", "",
-            table(["ways", "cycles per load, one warp", "cycles per load, full GPU",
-                   "F_SHMEM, one warp", "F_SHMEM, full GPU"], rows), "",
-            "F_Divergence at r = 1 / (1 + d), d the fraction of 128 if/else statements "
-            "that split every warp in halves; F_DRAMThr and F_ARITHThr at the fraction f of "
-            "each block's warps that stream from DRAM or run a chain of f32 adds: their "
-            "throughput over that of all warps.", "",
-            table(["function", "samples (x: F)"],
-                  [[f.name, ", ".join(f"{x:.3g}: {y:.2f}" for x, y in zip(f.x, f.y))]
-                   for f in (divergence, dram, arith)], ["l", "l"]), ""]
+            "each is read). F_SHMEM at r = 1 / ways, from dependent 32-bit shared loads that "
+            "put *ways* lanes of a warp on one bank, with eight blocks of 256 threads on "
+            "every SM (and one warp alone); F_Divergence at r = 1 / (1 + d), d the fraction "
+            "of 128 if/else statements that split every warp in halves; F_DRAMThr and "
+            "F_ARITHThr at the fraction f of each block's warps that stream from DRAM or "
+            "run a chain of f32 adds: their throughput over that of all warps.", "",
+            table(["function", "GPU", "samples (x: F)"], rows, ["l", "l", "l"]), ""]
     figure = ROOT / "docs" / "figures" / "characterization.png"
     _characterization_figure([
-        ("F_SHMEM", "transactions / accesses", [("full GPU", f_full), ("one warp", f_lone)]),
-        ("F_Divergence", "executed / potential instructions", [("", divergence)]),
-        ("F_DRAMThr", "fraction of warps streaming", [("", dram)]),
-        ("F_ARITHThr", "fraction of warps computing", [("", arith)])], figure)
-    out += [f"![characterization functions on the H100]({figure.relative_to(ROOT / 'docs')})",
-            ""]
+        ("F_SHMEM", "transactions / accesses",
+         [(f"{l}{w}", fs[n]) for l, fs in functions
+          for n, w in (("F_SHMEM", ""), ("F_SHMEM, one warp", ", one warp"))]),
+        ("F_Divergence", "executed / potential instructions",
+         [(l, fs["F_Divergence"]) for l, fs in functions]),
+        ("F_DRAMThr", "fraction of warps streaming",
+         [(l, fs["F_DRAMThr"]) for l, fs in functions]),
+        ("F_ARITHThr", "fraction of warps computing",
+         [(l, fs["F_ARITHThr"]) for l, fs in functions])], figure)
+    out += [f"![characterization functions]({figure.relative_to(ROOT / 'docs')})", ""]
     out += _criteria_cases()
     return out
 
 
 def _criteria_cases() -> list[str]:
-    path = DATA / "h100" / "criteria" / "cases.json"
-    if not path.exists():
-        return [missing(path)]
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    rows, first = [], {}
-    for r in doc["records"]:
-        if "error" in r:
-            rows.append([r["application"], r["version"], r["error"][:60], "", "", "", ""])
-            continue
-        base = first.setdefault(r["application"], r["min_span_s"])
-        rows.append([r["application"], r["version"], r["description"],
-                     str(r["launches"]), f"{r['min_span_s'] * 1e6:.1f}",
-                     f"{base / r['min_span_s']:.2f}×", "yes" if r["correct"] else "NO",
-                     f"{r['hostsync_of_fastest']:.2f}"])
+    docs = [(label, DATA / gpu / "criteria" / "cases.json") for gpu, label in CRITERIA_GPUS]
+    docs = [(label, path, json.loads(path.read_text(encoding="utf-8")))
+            for label, path in docs if path.exists()]
+    if not docs:
+        return [missing(DATA / "h100" / "criteria" / "cases.json")]
+    rows = []
+    for index, r0 in enumerate(docs[0][2]["records"]):
+        row = [r0["application"], r0["version"], r0["description"]]
+        for _, _, doc in docs:
+            r = doc["records"][index]
+            base = next(x for x in doc["records"] if x["application"] == r["application"])
+            row += ["error" if "error" in r else
+                    f"{r['min_span_s'] * 1e6:.1f} µs, {base['min_span_s'] / r['min_span_s']:.2f}×"
+                    f"{'' if r['correct'] else ', WRONG'}, {r['hostsync_of_fastest']:.2f}"]
+        rows.append(row)
     paper = "; ".join(f"{app} {measured} measured ({predicted} predicted)"
                       for app, (measured, predicted) in CRITERIA_PAPER.items())
+    runs = "; ".join(f"{label} {doc['date'][:10]}, `{rel(path)}` ({file_commit(path)})"
+                     for label, path, doc in docs)
     return ["**Case studies (§VI)** (`kernelcast.models.criteria.cases`, "
-            f"`benchmarks/criteria_cases.py measure`, {doc['date'][:10]}, `{rel(path)}`, "
-            f"{file_commit(path)}; Nsight Compute {doc['ncu']} profiles of every launch, "
-            "`--set full`, in ncu.tar.xz beside it). Each version was checked against its "
-            f"reference and timed {doc['warmup']} + {doc['runs']} times with CUDA events "
-            "around every launch and around the whole application; *time*: the fastest "
-            "run's span; *speedup*: over the application's first version; *HOSTSYNC*: the "
-            "launches' time over the span, the paper's §IV-A criterion, of that run. The "
-            f"paper's GTX 780, last version over the first: {paper}. The criteria from the "
-            "profiles are the next part of issue 25.", "",
-            table(["application", "version", "what changed", "launches", "time, µs",
-                   "speedup", "correct", "HOSTSYNC"], rows,
-                  ["l", "l", "l", "r", "r", "r", "r", "r"]), ""]
+            f"`benchmarks/criteria_cases.py measure`: {runs}; Nsight Compute "
+            f"{docs[0][2]['ncu'].split(' (')[0].replace('Version ', '')} profiles of every "
+            "launch, `--set full`, in ncu.tar.xz beside each). Every version was checked "
+            f"against its reference and timed {docs[0][2]['warmup']} + {docs[0][2]['runs']} "
+            "times with CUDA events around every launch and around the whole application. "
+            "Per GPU: the fastest run's span; the speedup over the application's first "
+            "version; HOSTSYNC, the launches' time over the span (the paper's §IV-A "
+            f"criterion) of that run. The paper's GTX 780, last version over the first: "
+            f"{paper}. The criteria from the profiles are the next part of issue 25.", "",
+            table(["application", "version", "what changed"]
+                  + [f"{label}: time, speedup, HOSTSYNC" for label, _, _ in docs], rows,
+                  ["l", "l", "l"] + ["r"] * len(docs)), ""]
 
 
 def section_several_gpus() -> list[str]:

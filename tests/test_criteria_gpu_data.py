@@ -1,7 +1,8 @@
-"""The fine-grained model's microbenchmarks as compiled and run on the H100
-(data/h100/criteria, benchmarks/criteria_microbenchmarks.py): the committed PTX and SASS,
-made by nvcc and nvdisasm there, pass the checks of the paper's Figure 2; they are the
-listings of today's sources; and F_SHMEM comes from the measured bank conflicts."""
+"""The fine-grained model's microbenchmarks as compiled and run on the H100 and the H200
+(data/<gpu>/criteria, benchmarks/criteria_microbenchmarks.py): the committed PTX and
+SASS, made by nvcc and nvdisasm there, pass the checks of the paper's Figure 2 and are
+the listings of today's sources; the characterization functions come from the H100's
+measurements."""
 
 import hashlib
 import io
@@ -17,35 +18,44 @@ from kernelcast.models.criteria import check_ptx, check_sass, microbenchmarks
 from kernelcast.models.criteria.characterization import (Characterization,
                                                          shared_memory_function)
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "h100" / "criteria"
-DOC = json.loads((DATA / "microbenchmarks.json").read_text())
-RECORDS = {r["name"]: r for r in DOC["records"]}
-BENCHES = {b.name: b for b in microbenchmarks(grid=DOC["sms"] * 8)}
+ROOT = Path(__file__).resolve().parent.parent / "data"
+GPUS = ("h100", "h200")
 
 
-def _listings() -> dict[str, str]:
-    data = lzma.decompress((DATA / "listings.tar.xz").read_bytes())
+def _listings(folder: Path) -> dict[str, str]:
+    data = lzma.decompress((folder / "listings.tar.xz").read_bytes())
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}
 
 
-LISTINGS = _listings()
+def _gpu(gpu):
+    folder = ROOT / gpu / "criteria"
+    doc = json.loads((folder / "microbenchmarks.json").read_text())
+    return (doc, {r["name"]: r for r in doc["records"]},
+            {b.name: b for b in microbenchmarks(grid=doc["sms"] * 8)}, _listings(folder))
 
 
-def test_every_microbenchmark_was_measured_from_todays_source():
-    assert set(RECORDS) == set(BENCHES)
-    for name, bench in BENCHES.items():
-        record = RECORDS[name]
+MEASURED = {gpu: _gpu(gpu) for gpu in GPUS}
+DOC, RECORDS, BENCHES, LISTINGS = MEASURED["h100"]
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_every_microbenchmark_was_measured_from_todays_source(gpu):
+    doc, records, benches, listings = MEASURED[gpu]
+    assert set(records) == set(benches)
+    for name, bench in benches.items():
+        record = records[name]
         assert record["source_sha256"] == hashlib.sha256(bench.source.encode()).hexdigest(), \
-            f"{name}: the source changed since it was measured; rerun the benchmark"
-        assert LISTINGS[f"{record['stem']}.cu"] == bench.source
+            f"{gpu} {name}: the source changed since it was measured; rerun the benchmark"
+        assert listings[f"{record['stem']}.cu"] == bench.source
 
 
-@pytest.mark.parametrize("name", sorted(BENCHES))
-def test_the_h100_listings_pass_both_checks(name):
-    bench, stem = BENCHES[name], RECORDS[name]["stem"]
-    assert check_ptx(bench, LISTINGS[f"{stem}.ptx"]) == []
-    assert check_sass(bench, LISTINGS[f"{stem}.sass"]) == []
+@pytest.mark.parametrize("gpu, name", [(g, n) for g in GPUS for n in sorted(BENCHES)])
+def test_the_gpus_listings_pass_both_checks(gpu, name):
+    doc, records, benches, listings = MEASURED[gpu]
+    bench, stem = benches[name], records[name]["stem"]
+    assert check_ptx(bench, listings[f"{stem}.ptx"]) == []
+    assert check_sass(bench, listings[f"{stem}.sass"]) == []
 
 
 def test_a_listing_of_another_microbenchmark_fails_the_checks():
