@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -451,7 +452,9 @@ def test_progress_goes_to_the_current_stderr(pocl, tmp_path):
     with Store(tmp_path / "s.sqlite", pocl.identity) as store, \
             contextlib.redirect_stderr(stream):
         measure_kernel(_copy(), {"n": 300}, pocl, store, runs=6, tolerance=1.0)
-    assert "[1/1 " in stream.getvalue() and "copy/n=300: ok" in stream.getvalue()
+    # the line names the case and its status; a loaded machine may make the timing
+    # unstable, which is a status like ok (the progress is what this test is about)
+    assert re.search(r"^\[1/1 .*\] copy/n=300: (ok|unstable) ", stream.getvalue(), re.M)
 
 
 # {{{ the package's layering: backends, lazy GPU libraries, no import of the suites
