@@ -114,18 +114,19 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
         if name:
             add(name, Fraction(per_item) * items)
     memo: dict = {}
-    values = {}
+    values, sites = {}, []
     for a in counts.access_list:
-        if a.space in ("global", "constant") and a.index not in values:
-            values[a.index] = index_values(counts.nodes, a.index, global_size, local_size,
-                                           scalars, memo)
-    sites = [a for a in counts.access_list if a.space in ("global", "constant", "local")
-             and 8 * (a.element_bytes or 0) in ACCESS_BITS]
-    for a in counts.access_list:
-        if a.space != "private" and a not in sites:
+        if a.space == "private":
+            continue
+        if 8 * (a.element_bytes or 0) not in ACCESS_BITS:
             warnings.warn(f"kernel {counts.name!r}: {8 * (a.element_bytes or 0)}-bit accesses "
                           f"to {a.array!r} are outside the vocabulary and are not counted",
                           UncountedWarning, stacklevel=2)
+            continue
+        sites.append(a)
+        if a.space != "local" and a.index not in values:
+            values[a.index] = index_values(counts.nodes, a.index, global_size, local_size,
+                                           scalars, memo)
     accesses = []
     touched = _footprints(sites, values)
     for a in sites:

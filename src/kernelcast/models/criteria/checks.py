@@ -115,13 +115,20 @@ def _ptx_branch_target(i: Instruction, index: int, labels: dict[str, int]) -> in
     return labels.get(i.operands.strip().rstrip(";").strip())
 
 
+def _function(funcs: dict, bench, what: str):
+    """The body of *bench*'s kernel among *funcs*, or the one problem that it is missing."""
+    if bench.kernel_name not in funcs:
+        return [f"kernel {bench.kernel_name} is not in the {what} "
+                f"(functions: {', '.join(sorted(funcs)) or 'none'})"]
+    return funcs[bench.kernel_name]
+
+
 def check_ptx(bench, ptx: str) -> list[str]:
     """The problems of *bench*'s kernel in the PTX text *ptx* (empty: it passes)."""
-    funcs = ptx_functions(ptx)
-    if bench.kernel_name not in funcs:
-        return [f"kernel {bench.kernel_name} is not in the PTX "
-                f"(functions: {', '.join(sorted(funcs)) or 'none'})"]
-    insns, labels = parse_ptx(funcs[bench.kernel_name])
+    body = _function(ptx_functions(ptx), bench, "PTX")
+    if isinstance(body, list):
+        return body
+    insns, labels = parse_ptx(body)
     return _check(bench, insns, "PTX",
                   is_target=lambda i: i.opcode == bench.ptx_target and _counted(bench, i),
                   is_companion=lambda i: i.opcode in bench.ptx_companions,
@@ -207,11 +214,10 @@ def _sass_branch_target(i: Instruction, insns: list[Instruction],
 
 def check_sass(bench, sass: str) -> list[str]:
     """The problems of *bench*'s kernel in the SASS text *sass* (empty: it passes)."""
-    funcs = sass_functions(sass)
-    if bench.kernel_name not in funcs:
-        return [f"kernel {bench.kernel_name} is not in the SASS "
-                f"(functions: {', '.join(sorted(funcs)) or 'none'})"]
-    insns, labels = parse_sass(funcs[bench.kernel_name])
+    body = _function(sass_functions(sass), bench, "SASS")
+    if isinstance(body, list):
+        return body
+    insns, labels = parse_sass(body)
 
     def is_target(i):
         return (not i.opcode.startswith("IMAD.MOV") and _matches(i.opcode, bench.sass_targets)
