@@ -10,6 +10,11 @@
       also as one warp alone (``one_warp``). Writes
       OUTDIR/microbenchmarks.json (device, driver, clocks, per microbenchmark its times,
       cycles and checks) and OUTDIR/listings.tar.xz (each .cu, .ptx and .sass).
+  profile MICROBENCHMARKS_JSON PROFILE (no GPU): fit the fine-grained model (the
+      criteria model, kernelcast.models.criteria.model) to a measure's JSON and write
+      its device profile: the characterization functions, latencies and f32 throughput
+      that ``kernelcast advise`` needs. data/profiles/<device>-cuda-criteria.json were
+      written so from data/<gpu>/criteria/microbenchmarks.json.
 
 Run on the device:  python benchmarks/criteria_microbenchmarks.py measure OUTDIR
 """
@@ -156,8 +161,22 @@ def main() -> int:
     verbs = parser.add_subparsers(dest="verb", required=True)
     m = verbs.add_parser("measure", help="compile, check and time on the GPU")
     m.add_argument("out", type=Path, help="folder of the results")
+    p = verbs.add_parser("profile", help="fit the criteria model and write its profile")
+    p.add_argument("measurements", type=Path, help="a measure's microbenchmarks.json")
+    p.add_argument("profile", type=Path, help="the profile to write (JSON)")
     args = parser.parse_args()
+    if args.verb == "profile":
+        return profile(args.measurements, args.profile)
     return measure(args.out)
+
+
+def profile(measurements: Path, path: Path) -> int:
+    from kernelcast.models import get_model
+    from kernelcast.profile import save_profile
+
+    model = get_model("criteria").fit(measurements)
+    print(f"{model.provenance_['device']}: {save_profile(model, path)}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1799,10 +1799,78 @@ def _criteria_cases() -> list[str]:
             "Per GPU: the fastest run's span; the speedup over the application's first "
             "version; HOSTSYNC, the launches' time over the span (the paper's §IV-A "
             f"criterion) of that run. The paper's GTX 780, last version over the first: "
-            f"{paper}. The criteria from the profiles are the next part of issue 25.", "",
+            f"{paper}.", "",
             table(["application", "version", "what changed"]
                   + [f"{label}: time, speedup, HOSTSYNC" for label, _, _ in docs], rows,
-                  ["l", "l", "l"] + ["r"] * len(docs)), ""]
+                  ["l", "l", "l"] + ["r"] * len(docs)), ""] + _criteria_judged()
+
+
+def _criteria_judged() -> list[str]:
+    """The criteria of every case version, from the committed profiles, with the
+    predicted potential speedup of each original against the measured speedups."""
+    from kernelcast.models.criteria.advice import SHORT, figure
+    from kernelcast.models.criteria.cases import profiled
+    from kernelcast.models.criteria.criteria import CRITERIA
+    from kernelcast.profile import load_profile
+
+    judged = []
+    for gpu, label in CRITERIA_GPUS:
+        profile = DATA / "profiles" / (("nvidia-h100-80gb-hbm3" if gpu == "h100" else
+                                        "nvidia-h200") + "-cuda-criteria.json")
+        if not profile.exists() or not (DATA / gpu / "criteria" / "ncu.tar.xz").exists():
+            continue
+        model = load_profile(profile)
+        judged.append((gpu, label, profile, [(record, model.assess(app)) for record, app
+                                             in profiled(DATA / gpu / "criteria")]))
+    if not judged:
+        return [missing(DATA / "profiles" / "nvidia-h100-80gb-hbm3-cuda-criteria.json")]
+    out = ["**The criteria of every version** (`kernelcast.models.criteria.criteria`, "
+           "docs/criteria.md; the profiles "
+           + ", ".join(f"`{rel(p)}`" for _, _, p, _ in judged)
+           + " hold each GPU's characterization, fitted from its microbenchmarks by "
+           "`benchmarks/criteria_microbenchmarks.py profile`). Each cell: the criterion in "
+           "[0, 1] (1 best; — where it does not apply) and its potential speedup; "
+           "*potential*: the overall potential speedup of §V (each launch's time over "
+           "1/MEMTHR or 1/ARITHTHR as ncu calls it memory- or compute-bound, the gaps "
+           "between launches gone); *measured*: the version's speedup over the first. "
+           "`kernelcast advise` prints the same for any profile.", ""]
+    for gpu, label, _, results in judged:
+        rows = []
+        for record, a in results:
+            base = next(r for r, _ in results if r["application"] == record["application"])
+            rows.append([f"{record['application']} {record['version']}"]
+                        + [("—" if a.values[c] is None else f"{a.values[c]:.2f}")
+                           + f" ({a.speedups[c]:.2f}×)" for c in CRITERIA]
+                        + [f"{a.potential:.2f}×",
+                           f"{base['min_span_s'] / record['min_span_s']:.2f}×"])
+        out += [f"{label}:", "", table(["version"] + [SHORT[c] for c in CRITERIA]
+                                      + ["potential", "measured"], rows), ""]
+    rows = []
+    for app, (measured, predicted) in CRITERIA_PAPER.items():
+        row = [app, predicted, measured]
+        for _, _, _, results in judged:
+            versions = [(r, a) for r, a in results if r["application"] == app]
+            first = versions[0][0]["min_span_s"]
+            best = max(versions, key=lambda ra: first / ra[0]["min_span_s"])
+            row += [f"{versions[0][1].potential:.1f}×",
+                    f"{first / best[0]['min_span_s']:.2f}× ({best[0]['version']})"]
+        rows.append(row)
+    out += ["**Predicted against reached**: the potential speedup the model predicts for "
+            "each application's original version, and the best speedup its versions "
+            "reached, beside the paper's.", "",
+            table(["application", "paper: predicted", "paper: reached"]
+                  + [f"{label}: {what}" for _, label, _, _ in judged
+                     for what in ("predicted", "reached")], rows), ""]
+    gpu, label, _, results = judged[0]
+    for app in CRITERIA_PAPER:
+        versions = [(r, a) for r, a in results if r["application"] == app]
+        first = versions[0][0]["min_span_s"]
+        path = ROOT / "docs" / "figures" / f"criteria-{app}.png"
+        figure([(r["version"], a) for r, a in versions], path,
+               title=f"{app} on the {label}: criteria (bars), potential speedups (dots)",
+               measured={r["version"]: first / r["min_span_s"] for r, _ in versions})
+        out += [f"![criteria of {app}]({path.relative_to(ROOT / 'docs')})", ""]
+    return out
 
 
 def section_several_gpus() -> list[str]:

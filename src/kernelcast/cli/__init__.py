@@ -3,7 +3,8 @@
 Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate, fit
 (measuring); predict, evaluate, report, demo (models); project (project: GROPHECY's
 layout search of a code skeleton); tune (tune: rank a kernel's variants with a model,
-measure the best). Every ``--model`` takes the registry's names
+measure the best); advise (advise: the fine-grained model's criteria of an Nsight
+Compute profile). Every ``--model`` takes the registry's names
 (kernelcast.models). A flag means the same on every verb that has it
 (``--registers FILE`` is a registers file everywhere; predict's per-thread count is
 ``--registers-per-thread N``); list flags take several values after one flag or the flag
@@ -22,7 +23,7 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import kernels, measuring, models, project, spread, tune
+from kernelcast.cli import advise, kernels, measuring, models, project, spread, tune
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
@@ -310,6 +311,32 @@ def build_parser() -> argparse.ArgumentParser:
                 "the one --db)")
     _json(p)
     p.set_defaults(run=tune.tune)
+
+    p = sub.add_parser("advise", help="the fine-grained model's optimization criteria, "
+                                      "potential speedups and hints for a profiled "
+                                      "application")
+    p.add_argument("file", metavar="PROFILE.csv",
+                   help="Nsight Compute's raw page of the application's launches: "
+                        "ncu --set full --page raw --csv APP > PROFILE.csv")
+    p.add_argument("--profile", metavar="FILE",
+                   help="a criteria profile (the GPU's characterization; "
+                        "benchmarks/criteria_microbenchmarks.py profile writes one)")
+    p.add_argument("--device", metavar="NAME",
+                   help="instead of --profile, a substring of the GPU's name: its criteria "
+                        "profile in kernelcast-data/ or data/profiles/ (default: the GPU "
+                        "the CSV names)")
+    p.add_argument("--kernel", metavar="REGEX",
+                   help="judge only the launches of kernels whose name matches (default: "
+                        "every launch)")
+    p.add_argument("--span", type=float, metavar="SECONDS",
+                   help="the application's measured span, first launch's start to last "
+                        "launch's end (judges HOSTSYNC)")
+    p.add_argument("--loopy", action="store_true",
+                   help="name the Loopy transformation that addresses each hint")
+    p.add_argument("--figure", metavar="PNG",
+                   help="also draw the criteria as the paper's Figures 5-7")
+    _json(p)
+    p.set_defaults(run=advise.advise)
 
     p = sub.add_parser("demo", help="the main job: calibrate the best device, evaluate")
     _device_args(p)

@@ -5,13 +5,15 @@ totals), ``hong-kim`` (the analytical MWP/CWP model), ``grophecy`` (GROPHECY's
 projection of code skeletons, whose workload is a skeleton, not a kernel) and ``learned``
 (trees fitted to measured variants of a training corpus, for ranking a kernel's variants;
 its workload is "variant": it predicts kernels, but is fitted from no suite) and
-``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl").
+``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl")
+and ``criteria`` (the fine-grained model: optimization criteria of a profiled application;
+its workload is "profile", kernelcast.models.criteria.criteria.Application).
 ``get_model(name, **kwargs)`` makes one; ``model_names()`` lists the kernel models fitted
 from suites, ``model_names("skeleton")`` the skeleton ones, ``model_names("variant")``
 the learned one.
 
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
-GrophecyModel, LearnedModel, PopplHerzModel.
+GrophecyModel, LearnedModel, PopplHerzModel, CriteriaModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
@@ -23,6 +25,7 @@ from kernelcast.models.hong_kim import HongKimModel
 from kernelcast.models.grophecy.model import GrophecyModel
 from kernelcast.models.learned import LearnedModel
 from kernelcast.models.poppl_herz import PopplHerzModel
+from kernelcast.models.criteria.model import CriteriaModel
 
-__all__ = ["ExtendedModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
+__all__ = ["CriteriaModel", "ExtendedModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
            "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register"]

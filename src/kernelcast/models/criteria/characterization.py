@@ -91,3 +91,80 @@ def utilization_function(name: str, seconds_by_fraction: dict[float, float]) -> 
     full = 1.0 / seconds_by_fraction[1]
     points = sorted((f, f / t / full) for f, t in seconds_by_fraction.items())
     return Characterization(name, tuple(f for f, _ in points), tuple(v for _, v in points))
+
+
+@dataclass(frozen=True)
+class DeviceCharacterization:
+    """What the fine-grained model knows of one GPU from its microbenchmarks: the four
+    characterization functions, the latency in cycles of one dependent access at each
+    memory level (``shared``, ``l1``, ``l2``, ``dram``), and the f32 add throughput in
+    operations per SM per cycle (§V's activity classification weighs arithmetic with it)."""
+
+    device: str
+    functions: dict[str, Characterization]
+    latency_cycles: dict[str, float]
+    arith_per_sm_cycle: float
+
+    def as_dict(self) -> dict:
+        return {"device": self.device,
+                "functions": {n: f.as_dict() for n, f in self.functions.items()},
+                "latency_cycles": dict(self.latency_cycles),
+                "arith_per_sm_cycle": self.arith_per_sm_cycle}
+
+    @classmethod
+    def from_dict(cls, state: dict) -> DeviceCharacterization:
+        functions = {name: Characterization(f["name"], tuple(float(v) for v in f["x"]),
+                                            tuple(float(v) for v in f["y"]))
+                     for name, f in state["functions"].items()}
+        missing = set(FUNCTIONS) - set(functions)
+        if missing:
+            raise ValueError(f"the characterization lacks {sorted(missing)}")
+        latency = {k: float(v) for k, v in state["latency_cycles"].items()}
+        if set(latency) != set(LEVELS) or not all(v > 0 for v in latency.values()):
+            raise ValueError(f"latency_cycles needs positive {', '.join(LEVELS)}")
+        arith = float(state["arith_per_sm_cycle"])
+        if not arith > 0:
+            raise ValueError("arith_per_sm_cycle must be positive")
+        return cls(str(state["device"]), functions, latency, arith)
+
+
+FUNCTIONS = ("F_SHMEM", "F_Divergence", "F_DRAMThr", "F_ARITHThr")
+LEVELS = ("shared", "l1", "l2", "dram")
+
+
+def characterize(doc: dict) -> DeviceCharacterization:
+    """The DeviceCharacterization of a microbenchmark document (what
+    benchmarks/criteria_microbenchmarks.py measure writes: ``device``, ``sms``,
+    ``clock_khz`` and ``records``). A record missing from it is a ValueError naming it."""
+    by_name = {r["name"]: r for r in doc["records"]}
+
+    def record(name):
+        if name not in by_name:
+            raise ValueError(f"the microbenchmark {name!r} was not measured")
+        return by_name[name]
+
+    def per_op(timing, r):  # cycles of one dependent operation
+        return timing["block_cycles_median"] / r["ops_per_thread"]
+
+    conflicts = [r for r in doc["records"] if r["kind"] == "bank-conflicts"]
+    functions = {
+        "F_SHMEM": shared_memory_function({r["params"]["ways"]: per_op(r, r)
+                                           for r in conflicts}),
+        "F_Divergence": divergence_function(
+            {r["params"]["divergent_fraction"]: r["block_cycles_median"]
+             for r in doc["records"] if r["kind"] == "divergence"}),
+        "F_DRAMThr": utilization_function("F_DRAMThr", {
+            r["params"]["fraction"]: r["min_s"] for r in doc["records"]
+            if r["name"].startswith("dram-intensity/")}),
+        "F_ARITHThr": utilization_function("F_ARITHThr", {
+            r["params"]["fraction"]: r["min_s"] for r in doc["records"]
+            if r["name"].startswith("arith-intensity/")})}
+    shared = record("shared/conflicts-1")
+    latency = {"shared": per_op(shared["one_warp"], shared),
+               **{level: per_op(record(f"memory/load-latency/{level}"),
+                                record(f"memory/load-latency/{level}"))
+                  for level in ("l1", "l2", "dram")}}
+    add = record("throughput/f32/add")
+    ops = add["grid"] * add["block"] * add["ops_per_thread"]
+    arith = ops / add["min_s"] / doc["sms"] / (doc["clock_khz"] * 1e3)
+    return DeviceCharacterization(doc["device"], functions, latency, arith)
