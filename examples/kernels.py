@@ -28,3 +28,19 @@ def spmv_csr():
          "..."],
         lang_version=(2018, 2), assumptions="n >= 1", name="spmv_csr")
     return lp.split_iname(knl, "i", 128, outer_tag="g.0", inner_tag="l.0")
+
+
+def transpose_naive():
+    """out = aᵀ, n×n float32, one element per work-item in 32×32 groups: reads coalesced,
+    writes strided by a row (``kernelcast advise`` reports the L1/L2 granularity)."""
+    from kernelcast.suites.kernels import transpose
+
+    return transpose("write_strided", gsize=(32, 32))
+
+
+def transpose_tiled():
+    """out = aᵀ through a 32×32 tile of local memory (lp.add_prefetch): both global
+    accesses coalesced, the tile read across its rows."""
+    from kernelcast.suites.kernels import transpose
+
+    return transpose("prefetch", gsize=(32, 32))

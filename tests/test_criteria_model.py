@@ -271,3 +271,47 @@ def test_advise_refuses_bad_input_in_one_line(csvs, args, message):
 
 def test_the_transpose_size_is_the_one_the_expectations_assume():
     assert TRANSPOSE_ROWS == 4096  # 4 MiB rows: a column's floats share no sector
+
+
+# ------------------------------------------------------------------ Loopy kernels
+
+@pytest.fixture(scope="module")
+def loopy_csvs(tmp_path_factory):
+    """Loopy kernels of examples/kernels.py profiled on the H100 through the CUDA backend
+    (python -m kernelcast.frontends.profiler.run under ncu --set full; n = 4096)."""
+    import io
+
+    folder = tmp_path_factory.mktemp("loopy")
+    data = lzma.decompress((ROOT / "data/h100/criteria/loopy-ncu.tar.xz").read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def test_advise_on_loopy_kernels_names_their_transformations(loopy_csvs):
+    run = _advise(loopy_csvs / "loopy-transpose_tiled.csv", "--loopy")
+    assert run.returncode == 0, run.stderr
+    assert "32-way bank conflicts in the shared memory of transpose_prefetch" in run.stdout
+    assert "Loopy: lp.add_padding" in run.stdout
+    # what the GPU machine printed when advise profiled the kernel itself
+    on_gpu = (loopy_csvs / "advise-tiled.txt").read_text()
+    assert "32-way bank conflicts" in on_gpu and "Loopy: lp.add_padding" in on_gpu
+    naive = json.loads(_advise(loopy_csvs / "loopy-transpose_naive.csv", "--json",
+                               "--loopy").stdout)
+    # a warp writes a column: one float per 32-byte sector, reads coalesced: 2/9
+    assert naive["criteria"]["L2_GRANULARITY"]["value"] == pytest.approx(2 / 9, rel=0.01)
+    assert naive["hints"][0]["criterion"] == "L2_GRANULARITY"
+    assert naive["hints"][0]["loopy"].startswith("lp.tag_inames")
+
+
+def test_advise_on_a_loopy_kernel_without_ncu_says_what_it_needs(tmp_path):
+    import os
+
+    env = dict(os.environ, PATH=str(tmp_path))  # no ncu on it
+    run = subprocess.run([sys.executable, "-m", "kernelcast", "advise",
+                          "examples/kernels.py:transpose_tiled", "--param", "n=4096"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert run.returncode == 1
+    assert "needs Nsight Compute" in run.stderr and "Traceback" not in run.stderr
+    run = _advise("examples/kernels.py:transpose_tiled")
+    assert run.returncode == 2 and "needs sizes for n" in run.stderr

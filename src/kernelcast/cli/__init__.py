@@ -315,9 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("advise", help="the fine-grained model's optimization criteria, "
                                       "potential speedups and hints for a profiled "
                                       "application")
-    p.add_argument("file", metavar="PROFILE.csv",
-                   help="Nsight Compute's raw page of the application's launches: "
-                        "ncu --set full --page raw --csv APP > PROFILE.csv")
+    p.add_argument("file", metavar="PROFILE.csv|FILE.py:FACTORY",
+                   help="Nsight Compute's raw page of the application's launches "
+                        "(ncu --set full --page raw --csv APP > PROFILE.csv), or a Loopy "
+                        "kernel to profile so now (needs ncu and an NVIDIA GPU)")
+    _param(p, "a Loopy kernel's sizes")
     p.add_argument("--profile", metavar="FILE",
                    help="a criteria profile (the GPU's characterization; "
                         "benchmarks/criteria_microbenchmarks.py profile writes one)")
@@ -332,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the application's measured span, first launch's start to last "
                         "launch's end (judges HOSTSYNC)")
     p.add_argument("--loopy", action="store_true",
-                   help="name the Loopy transformation that addresses each hint")
+                   help="name the Loopy transformation that addresses each hint (implied "
+                        "for a Loopy kernel)")
     p.add_argument("--figure", metavar="PNG",
                    help="also draw the criteria as the paper's Figures 5-7")
     _json(p)

@@ -1,13 +1,15 @@
 """The ``advise`` verb: the fine-grained model's criteria of a profiled application.
 
 ``kernelcast advise PROFILE.csv`` reads Nsight Compute's raw page of an application's
-launches (``ncu --set full --page raw --csv``), judges them with a criteria profile (a GPU's
+launches (``ncu --set full --page raw --csv``); ``kernelcast advise FILE.py:FACTORY
+--param NAME=SIZE ...`` profiles one launch of a Loopy kernel so itself, through the CUDA
+backend (kernelcast.frontends.profiler.run: ncu and an NVIDIA GPU needed). It judges them with a criteria profile (a GPU's
 characterization from its microbenchmarks: ``--profile FILE``, or found by ``--device
 NAME`` among the criteria profiles in kernelcast-data/ and data/profiles/; default: the
 device the CSV names) and prints a table of the nine criteria with their potential
 speedups, each launch's bound and overall potential, the application's overall potential
-speedup and a hint for every criterion worth improving. ``--loopy`` names the Loopy
-transformation behind each hint; ``--figure PNG`` draws the paper's Figures 5–7;
+speedup and a hint for every criterion worth improving. ``--loopy`` (implied for a Loopy
+kernel) names the Loopy transformation behind each hint; ``--figure PNG`` draws the paper's Figures 5–7;
 ``--json`` prints one JSON object instead.
 
 Public names: advise, find_profile.
@@ -50,13 +52,25 @@ def find_profile(device: str) -> Path:
     return found[0][0]
 
 
+def _is_loopy(file: str) -> bool:
+    return Path(file.rpartition(":")[0]).suffix == ".py"
+
+
 def _launches(args):
     from kernelcast.frontends.profiler import read_ncu_csv
 
+    if _is_loopy(args.file):
+        from kernelcast.cli.args import sizes
+        from kernelcast.frontends.profiler.run import profile_kernel
+
+        return profile_kernel(args.file, sizes(args.param or []))
+    if args.param:
+        raise UsageError("--param gives a Loopy kernel's sizes (FILE.py:FACTORY), not a CSV's")
     path = Path(args.file)
     if path.suffix.lower() != ".csv":
         raise UsageError(f"{path}: advise reads Nsight Compute's raw page as CSV "
-                         "(ncu --set full --page raw --csv ... > FILE.csv)")
+                         "(ncu --set full --page raw --csv ... > FILE.csv) or profiles a "
+                         "Loopy kernel, FILE.py:FACTORY")
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
@@ -142,7 +156,8 @@ def advise(args) -> int:
     launches = _launches(args)
     model, path = _model(args, launches)
     try:
-        application = Application(Path(args.file).stem, tuple(launches), span=args.span)
+        name = args.file.rpartition(":")[2] if _is_loopy(args.file) else Path(args.file).stem
+        application = Application(name, tuple(launches), span=args.span)
         assessment = model.assess(application)
     except ValueError as err:
         raise KernelcastError(str(err)) from None
@@ -152,10 +167,11 @@ def advise(args) -> int:
     if args.figure:
         figure([(application.name, assessment)], Path(args.figure),
                title=f"{application.name} on {model.provenance_['device']}")
+    loopy = args.loopy or _is_loopy(args.file)
     if args.json:
-        print(json.dumps(as_json(assessment, args.loopy), indent=1))
+        print(json.dumps(as_json(assessment, loopy), indent=1))
     else:
-        _print(model, path, assessment, args.loopy)
+        _print(model, path, assessment, loopy)
         if args.figure:
             print(f"\nfigure: {args.figure}")
     return 0
