@@ -1671,7 +1671,8 @@ def _functions(records) -> dict:
 
 
 def section_criteria() -> list[str]:
-    out = ["## Fine-grained model: microbenchmarks and case studies on the H100 and H200", ""]
+    out = ["## Fine-grained model: microbenchmarks, criteria, case studies and counters on the "
+           "H100 and H200", ""]
     docs = [(label, DATA / gpu / "criteria" / "microbenchmarks.json")
             for gpu, label in CRITERIA_GPUS]
     docs = [(label, path, json.loads(path.read_text(encoding="utf-8")))

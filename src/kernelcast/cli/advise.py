@@ -63,7 +63,12 @@ def _launches(args):
         from kernelcast.cli.args import sizes
         from kernelcast.frontends.profiler.run import profile_kernel
 
-        return profile_kernel(args.file, sizes(args.param or []))
+        def started():
+            print(f"kernelcast: profiling {args.file} under Nsight Compute (its full set "
+                  "replays the launch some 40 times: allow a minute)", file=sys.stderr,
+                  flush=True)
+
+        return profile_kernel(args.file, sizes(args.param or []), on_start=started)
     if args.param:
         raise UsageError("--param gives a Loopy kernel's sizes (FILE.py:FACTORY), not a CSV's")
     path = Path(args.file)

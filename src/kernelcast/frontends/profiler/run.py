@@ -54,9 +54,9 @@ def launch_once(spec: str, params: dict) -> str:
     return generated.name
 
 
-def profile_kernel(spec: str, params: dict, ncu: str = "ncu") -> list:
+def profile_kernel(spec: str, params: dict, ncu: str = "ncu", on_start=None) -> list:
     """The Nsight Compute launches (kernelcast.frontends.profiler.Launch) of one launch
-    of *spec* at *params*."""
+    of *spec* at *params*; *on_start* is called once ncu starts (to tell a user)."""
     from kernelcast.frontends.profiler.ncu import read_ncu_csv
 
     _, generated = _prepared(spec, params)  # a bad kernel or size fails before ncu runs
@@ -68,6 +68,8 @@ def profile_kernel(spec: str, params: dict, ncu: str = "ncu") -> list:
     command = [found, "--set", "full", "--page", "raw", "--csv", "--kernel-name",
                f"regex:^{generated.name}$", sys.executable, "-m", __name__, spec,
                *(f"{k}={v}" for k, v in params.items())]
+    if on_start is not None:
+        on_start()
     done = subprocess.run(command, capture_output=True, text=True)
     lines = [x for x in (done.stderr + done.stdout).splitlines()
              if x.startswith(("==ERROR==", "kernelcast"))]
