@@ -1644,30 +1644,18 @@ CRITERIA_PAPER = {"reduction": ("4.98×", "5.8×"), "transpose": ("3×", "about 
 CRITERIA_GPUS = (("h100", "H100"), ("h200", "H200"))
 
 
-def _functions(records) -> dict:
-    """The characterization functions of one GPU's microbenchmark records."""
-    from kernelcast.models.criteria.characterization import (divergence_function,
-                                                             shared_memory_function,
-                                                             utilization_function)
+def _functions(doc) -> dict:
+    """The characterization functions of one GPU's microbenchmark document, and F_SHMEM
+    of one warp alone beside the full GPU's."""
+    from kernelcast.models.criteria.characterization import (characterize,
+                                                             shared_memory_function)
 
-    def per_load(timing, r):
-        return timing["block_cycles_median"] / r["ops_per_thread"]
-
-    conflicts = [r for r in records if r["kind"] == "bank-conflicts"]
-    return {
-        "F_SHMEM": shared_memory_function({r["params"]["ways"]: per_load(r, r)
-                                           for r in conflicts}),
-        "F_SHMEM, one warp": shared_memory_function(
-            {r["params"]["ways"]: per_load(r["one_warp"], r) for r in conflicts}),
-        "F_Divergence": divergence_function(
-            {r["params"]["divergent_fraction"]: r["block_cycles_median"] for r in records
-             if r["kind"] == "divergence"}),
-        "F_DRAMThr": utilization_function("F_DRAMThr", {
-            r["params"]["fraction"]: r["min_s"] for r in records
-            if r["name"].startswith("dram-intensity/")}),
-        "F_ARITHThr": utilization_function("F_ARITHThr", {
-            r["params"]["fraction"]: r["min_s"] for r in records
-            if r["name"].startswith("arith-intensity/")})}
+    functions = characterize(doc).functions
+    one_warp = shared_memory_function(
+        {r["params"]["ways"]: r["one_warp"]["block_cycles_median"] / r["ops_per_thread"]
+         for r in doc["records"] if r["kind"] == "bank-conflicts"})
+    return {"F_SHMEM": functions["F_SHMEM"], "F_SHMEM, one warp": one_warp,
+            **{n: functions[n] for n in ("F_Divergence", "F_DRAMThr", "F_ARITHThr")}}
 
 
 def section_criteria() -> list[str]:
@@ -1738,7 +1726,7 @@ def section_criteria() -> list[str]:
             "region, per block for throughput).", "",
             table(["access", "level", "footprint"] + labels, rows,
                   ["l", "l", "r"] + ["r"] * len(labels)), ""]
-    functions = [(label, _functions(doc["records"])) for label, _, doc in docs]
+    functions = [(label, _functions(doc)) for label, _, doc in docs]
     rows = []
     for name in functions[0][1]:
         for label, fs in functions:
