@@ -1,0 +1,82 @@
+"""The fine-grained model's microbenchmarks compiled here, without a GPU, by NVIDIA's nvcc
+and ptxas from PyPI (the test extra pins CUDA 13.0.88's: nvidia-cuda-nvcc, nvidia-nvvm,
+nvidia-cuda-crt): every kernel's PTX passes the paper's Figure 2 (b) check, is the PTX
+the H100's machine compiled with the same release (whose SASS passes Figure 2 (c):
+tests/test_criteria_gpu_data.py; PyPI has no disassembler), and assembles for sm_90."""
+
+import io
+import lzma
+import os
+import subprocess
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kernelcast.models.criteria import check_ptx, microbenchmarks
+
+ROOT = Path(__file__).resolve().parent.parent
+SMS = 132  # the H100's: the sources' default grid is eight blocks per SM
+
+
+def _cuda_bin() -> Path | None:
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in nvidia.__path__:
+        folder = Path(root) / "cu13" / "bin"
+        if (folder / "nvcc").exists() and (folder / "ptxas").exists():
+            return folder
+    return None
+
+
+BIN = _cuda_bin()
+
+
+def _code(ptx: str) -> str:
+    """PTX without its comment lines (the compiler's banner)."""
+    return "\n".join(line for line in ptx.splitlines() if not line.startswith("//"))
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    if BIN is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs nvidia-cuda-nvcc (the test extra); it is missing")
+        pytest.skip("nvidia-cuda-nvcc is not installed (pip install -e '.[test]')")
+    folder = tmp_path_factory.mktemp("ptx")
+
+    def build(bench):
+        stem = folder / bench.name.replace("/", "_")
+        cu, ptx, cubin = (Path(f"{stem}{s}") for s in (".cu", ".ptx", ".cubin"))
+        cu.write_text(bench.source)
+        for command in ([str(BIN / "nvcc"), "-arch=sm_90", "-ptx", "-o", str(ptx), str(cu)],
+                        [str(BIN / "ptxas"), "-arch=sm_90", "-o", str(cubin), str(ptx)]):
+            run = subprocess.run(command, capture_output=True, text=True)
+            if run.returncode:
+                return bench, None, f"{Path(command[0]).name}: {run.stderr.strip()[:300]}"
+        return bench, ptx.read_text(), cubin.stat().st_size
+
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        return list(pool.map(build, microbenchmarks(grid=SMS * 8)))
+
+
+def test_every_microbenchmark_compiles_here_and_passes_the_ptx_check(compiled):
+    assert len(compiled) == 63
+    for bench, ptx, cubin in compiled:
+        assert ptx is not None, f"{bench.name}: {cubin}"
+        assert cubin > 0
+        assert check_ptx(bench, ptx) == [], bench.name
+
+
+def test_the_ptx_compiled_here_is_the_h100_machines(compiled):
+    data = lzma.decompress((ROOT / "data/h100/criteria/listings.tar.xz").read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        there = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()
+                 if m.name.endswith(".ptx")}
+    for bench, ptx, _ in compiled:
+        theirs = there[bench.name.replace("/", "_") + ".ptx"]
+        assert "release 13.0, V13.0.88" in theirs and "release 13.0, V13.0.88" in ptx
+        assert _code(ptx) == _code(theirs), bench.name
