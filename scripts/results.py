@@ -1711,17 +1711,19 @@ def section_criteria() -> list[str]:
         if not r0["name"].startswith("memory/"):
             continue
         _, what, level = r0["name"].split("/")
-        row = [what, level.upper() if level != "dram" else "DRAM",
+        width = 4 if level == "shared" else 8  # bytes per access
+        row = [what, {"dram": "DRAM", "shared": "shared"}.get(level, level.upper()),
                f"{r0['params']['footprint_bytes']:,} B"]
         for _, _, doc in docs:
             r = {x["name"]: x for x in doc["records"]}[r0["name"]]
             if what == "load-latency":
                 row.append(f"{r['block_cycles_median'] / r['ops_per_thread']:.0f} cycles")
-            else:  # 8-byte accesses by every thread of the launch
-                moved = r["grid"] * r["block"] * r["ops_per_thread"] * 8
+            else:  # accesses by every thread of the launch
+                moved = r["grid"] * r["block"] * r["ops_per_thread"] * width
                 row.append(f"{moved / r['min_s'] / 1e9:,.0f} GB/s")
         rows.append(row)
-    out += ["**The memory hierarchy** (8-byte loads by pointer chasing, stores streaming; "
+    out += ["**The memory hierarchy** (8-byte loads by pointer chasing, stores streaming, "
+            "8-byte global and 4-byte shared; "
             "a latency chain is one warp, throughput the full GPU; *footprint*: the chased "
             "region, per block for throughput).", "",
             table(["access", "level", "footprint"] + labels, rows,

@@ -34,6 +34,7 @@ from kernelcast.models.criteria.microbenchmarks import (
     kernel_name_of,
     load_latency,
     load_throughput,
+    shared_store_throughput,
     store_throughput,
 )
 
@@ -49,7 +50,7 @@ def _op(dtype, name):
 
 def test_names_are_unique_and_deterministic():
     names = [b.name for b in ALL]
-    assert len(set(names)) == len(names) == 2 * len(OPS) + len(WAYS) + 9 + 8 + 2 * 8
+    assert len(set(names)) == len(names) == 2 * len(OPS) + len(WAYS) + 9 + 8 + 2 * 8 + 1
     # the first slice's 30, measured on the H100, come first and in their order
     assert [b.kind for b in ALL[:30]] == ["throughput"] * 12 + ["latency"] * 12 + [
         "bank-conflicts"] * 6
@@ -58,7 +59,8 @@ def test_names_are_unique_and_deterministic():
     assert len({b.kernel_name for b in ALL}) == len(ALL)
     assert {"throughput/int/add", "latency/f32/sin", "shared/conflicts-8",
             "divergence/d-0.375", "memory/load-latency/l2", "memory/load-throughput/dram",
-            "memory/store-throughput/dram", "dram-intensity/0.25",
+            "memory/store-throughput/dram", "memory/store-throughput/shared",
+            "dram-intensity/0.25",
             "arith-intensity/0.0625"} <= set(names)
     assert kernel_name_of("divergence/d-0.375") == "divergence_d_0_375"
 
@@ -79,10 +81,10 @@ def test_families_and_launches():
             assert (b.grid, b.block) == (FILL_GRID, 256)
     assert throughput(OPS[0], grid=7).grid == 7
     grids = [(b.kind, b.grid) for b in microbenchmarks(grid=6) if "latency" not in b.kind]
-    assert len(grids) == 18 + 9 + 5 + 16
+    assert len(grids) == 18 + 9 + 6 + 16
     assert {g for k, g in grids if "intensity" not in k} == {6}
     assert {g for k, g in grids if "intensity" in k} == {3}
-    assert [b.params["ways"] for b in ALL if b.component == "shared"] == list(WAYS)
+    assert [b.params["ways"] for b in ALL if b.kind == "bank-conflicts"] == list(WAYS)
     assert [b.params["divergent_fraction"] for b in ALL if b.kind == "divergence"] == [
         n / 8 for n in range(9)]
     for kind in ("dram-intensity", "arith-intensity"):
@@ -384,6 +386,24 @@ def test_stores_cover_their_footprint(level):
     assert offsets == [k % slabs * 2048 for k in range(len(offsets))]
     assert "buffer + ((size_t)blockIdx.x * SLABS * SLAB + threadIdx.x)" in src
     assert bench.ptx_companions == ("add.s64",) and bench.sass_targets == ("STG.E.64",)
+
+
+def test_shared_stores_are_conflict_free_and_cover_their_slabs():
+    """Store k of a thread goes to slab k mod SLABS of 256 words, thread t to word t: a
+    warp's 32 stores are 32 consecutive words, one per bank."""
+    bench = shared_store_throughput()
+    src = bench.source
+    slot, slabs = _macro(src, "SLOT"), _define(src, "SLABS")
+    depth, unroll = _define(src, "DEPTH"), _define(src, "UNROLL")
+    assert slabs * 256 * 4 == bench.params["footprint_bytes"]
+    offsets = [slot(n, i, j) for n in range(depth, 0, -1) for i in range(unroll)
+               for j in range(8)]
+    assert len(offsets) == bench.ops_per_thread == 4096
+    assert offsets == [k % slabs * 1024 for k in range(len(offsets))]
+    assert "__cvta_generic_to_shared(&slabs[threadIdx.x])" in src
+    assert bench.ptx_target == "st.shared.u32" and bench.sass_targets == ("STS",)
+    with pytest.raises(ParameterError):
+        shared_store_throughput(block=512)
 
 
 def test_bad_parameters_of_the_new_families_are_refused():

@@ -35,7 +35,10 @@ Families:
   64-bit addresses that the kernel writes into its buffer region on the first launch:
   load latency (one warp, one chain) and load throughput (8 chains per thread, full GPU)
   at an L1 (``ld.global.ca``), L2 (``ld.global.cg``) and DRAM footprint; store throughput
-  (``st.global.u64`` at compile-time offsets) at an L2 and a DRAM footprint.
+  (``st.global.u64`` at compile-time offsets) at an L2 and a DRAM footprint, and to
+  shared memory (``st.shared.u32``, conflict-free). Registers have no benchmark of their
+  own: ptxas removes register-to-register moves, even ``asm volatile`` mov chains (seen
+  with CUDA 13.0); every arithmetic latency chain reads and writes registers.
 - DRAM and arithmetic intensity (F_DRAMThr, F_ARITHThr): 1 to 16 warps of each 16-warp
   block chase one DRAM chain, or run the f32 add latency chain; the others return.
 
@@ -45,6 +48,7 @@ Public names: Microbenchmark, Op, OPS, SM_COUNT, FILL_GRID, FILL_BLOCK, DEPTH, U
 CHAINS, WAYS, TABLE_WORDS, SIDE, DIVERGENCE_UNROLL, ROW, LEVELS, CACHE_OPERATOR, SASS_LOAD,
 FOOTPRINT, INTENSITY_BLOCK, INTENSITY_WARPS, INTENSITY_FOOTPRINT, arithmetic, throughput,
 latency, shared_conflicts, divergence, load_latency, load_throughput, store_throughput,
+shared_store_throughput,
 dram_intensity, arith_intensity, microbenchmarks, kernel_name_of.
 """
 
@@ -492,6 +496,41 @@ def store_throughput(level: str, *, grid: int = FILL_GRID, block: int = FILL_BLO
         buffer_words=grid * slabs * FILL_BLOCK * 2)
 
 
+SHARED_SLABS = 4  # slabs of FILL_BLOCK words the shared store benchmark writes in turn
+
+
+def shared_store_throughput(*, grid: int = FILL_GRID, block: int = FILL_BLOCK,
+                            depth: int = DEPTH) -> Microbenchmark:
+    """Every thread storing 32-bit words (st.shared.u32) to its block's SHARED_SLABS slabs
+    of shared memory: store k of a thread is slab k mod SHARED_SLABS, and thread t writes
+    word t of it, so a warp's 32 stores fill 32 banks (no conflict)."""
+    if depth < 1:
+        raise ParameterError(f"depth must be at least 1, not {depth}")
+    if block > FILL_BLOCK:
+        raise ParameterError(f"block must be at most {FILL_BLOCK} threads, not {block}")
+    name = "memory/store-throughput/shared"
+    kernel = kernel_name_of(name)
+    names = [f"a{j}" for j in range(CHAINS)]
+    steps = [f'asm volatile("st.shared.u32 [%0], %1;" :: "r"(q + SLOT(N, i, {j})), '
+             f'"r"(a{j}));' for j in range(CHAINS)]
+    defines = (f"#define SLAB {FILL_BLOCK}u\n#define SLABS {SHARED_SLABS}u\n"
+               "// the byte offset of store j of step i of body<n>: its slab\n"
+               "#define SLOT(n, i, j) ((((DEPTH - (n)) * UNROLL + (i)) * 8u + (j)) % SLABS "
+               "* SLAB * 4u)\n")
+    prologue = "  __shared__ unsigned slabs[SLABS * SLAB];\n"
+    init = [f"unsigned a{j} = seed * {2 * j + 1}u;" for j in range(CHAINS)]
+    init += ["unsigned q = (unsigned)__cvta_generic_to_shared(&slabs[threadIdx.x]);"]
+    # the sink reads a word back, so the stores are not dead
+    source = _source(name, kernel, "unsigned", "r", names + ["q"], steps, init,
+                     f"{' ^ '.join(names)} ^ q ^ slabs[(threadIdx.x + 1) % SLAB]", depth,
+                     defines=defines, prologue=prologue)
+    return Microbenchmark(
+        name=name, component="shared", kind="store-throughput", source=source,
+        kernel_name=kernel, block=block, grid=grid, ops_per_thread=CHAINS * UNROLL * depth,
+        ptx_target="st.shared.u32", sass_targets=("STS",), ptx_companions=("add.s32",),
+        params={"footprint_bytes": SHARED_SLABS * FILL_BLOCK * 4})
+
+
 # ---------------------------------------------------------------- intensity
 
 
@@ -552,5 +591,6 @@ def microbenchmarks(*, grid: int = FILL_GRID) -> list[Microbenchmark]:
             + [load_latency(level) for level in LEVELS]
             + [load_throughput(level, grid=grid) for level in LEVELS]
             + [store_throughput(level, grid=grid) for level in ("l2", "dram")]
+            + [shared_store_throughput(grid=grid)]
             + [dram_intensity(w, grid=half) for w in INTENSITY_WARPS]
             + [arith_intensity(w, grid=half) for w in INTENSITY_WARPS])
