@@ -5,7 +5,9 @@ intensity and turned into a function by sampling, quantization and interpolation
 - *sampling*: the microbenchmark's intensity levels (for shared memory, 1- to 32-way bank
   conflicts), each timed many times;
 - *quantization*: each level's value is the median over its blocks' cycle counts of the
-  fastest run, so one slow block or one slow launch does not move it;
+  fastest run, so one slow block or one slow launch does not move it (the latencies of
+  DeviceCharacterization: the median over the runs of that median, since a chain's
+  fastest run may find part of its footprint in a nearer cache);
 - *interpolation*: between levels, a monotone cubic (scipy's PchipInterpolator, which does
   not overshoot between samples as a spline would); outside them, the nearest level.
 
@@ -159,10 +161,16 @@ def characterize(doc: dict) -> DeviceCharacterization:
         "F_ARITHThr": utilization_function("F_ARITHThr", {
             r["params"]["fraction"]: r["min_s"] for r in doc["records"]
             if r["name"].startswith("arith-intensity/")})}
+    def latency_of(timing, r):
+        # a latency is the median over the runs, not the fastest run's: a DRAM chain
+        # that a launch finds partly in L2 is fastest (300 cycles on the H100 against a
+        # median of 716), so its fastest run measures L2 as much as DRAM
+        return float(np.median(timing["block_cycles_median_per_run"])) / r["ops_per_thread"]
+
     shared = record("shared/conflicts-1")
-    latency = {"shared": per_op(shared["one_warp"], shared),
-               **{level: per_op(record(f"memory/load-latency/{level}"),
-                                record(f"memory/load-latency/{level}"))
+    latency = {"shared": latency_of(shared["one_warp"], shared),
+               **{level: latency_of(record(f"memory/load-latency/{level}"),
+                                    record(f"memory/load-latency/{level}"))
                   for level in ("l1", "l2", "dram")}}
     add = record("throughput/f32/add")
     ops = add["grid"] * add["block"] * add["ops_per_thread"]
