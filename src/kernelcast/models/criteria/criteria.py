@@ -25,7 +25,8 @@ inverse of MEMTHR if the launch is memory-bound, of ARITHTHR if compute-bound): 
 left once every launch reaches the throughput the hardware allows and the gaps between
 launches are gone.
 
-Public names: CRITERIA, KernelCriteria, Application, Assessment, kernel_criteria, assess.
+Public names: CRITERIA, MEMTHR_SATURATED, KernelCriteria, Application, Assessment,
+kernel_criteria, assess.
 """
 
 from __future__ import annotations
