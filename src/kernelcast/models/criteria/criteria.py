@@ -149,7 +149,8 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     # ((BLOCKSIZE / 32) · #Blocks_per_SM). ncu: sm__warps_active.avg.per_cycle_active over
     # the block's warps (launch__block_size) times the blocks an SM holds: the least
     # launch__occupancy_limit_*, and no more than the grid gives each SM.
-    sms = _m(launch, "launch__sm_count", _m(launch, "device__attribute_multiprocessor_count"))
+    sms = _m(launch, "launch__sm_count", 0.0) \
+        or _m(launch, "device__attribute_multiprocessor_count")
     limits = {k: _m(launch, f"launch__occupancy_limit_{k}") for k in _OCCUPANCY_LIMITS
               if f"launch__occupancy_limit_{k}" in launch.metrics}
     per_sm = min([*limits.values(), math.ceil(_m(launch, "launch__grid_size") / sms)])
