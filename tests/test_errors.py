@@ -1,6 +1,7 @@
 """Bad input gets an error that names the problem."""
 
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -178,10 +179,14 @@ def test_unreadable_and_unnamable_profiles_are_refused(tmp_path, monkeypatch):
     path = tmp_path / "p.json"
     path.write_text(PROFILE.read_text())
 
-    def denied(self):
-        raise PermissionError(13, "Permission denied", str(self))
+    real = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", denied)  # root reads any file: simulate
+    def denied(file, flags, *args, **kwargs):  # root reads any file: simulate
+        if os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
     _refused(path, "cannot read the profile: permission denied")
     with pytest.raises(kc.UsageError, match="path to a JSON file, got int"):
         kc.load_profile(5)
@@ -297,3 +302,17 @@ def test_a_profiles_files_are_found_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "gpu")
     again = kc.load_profile(path)
     assert again.clone().fit().registers_ == {"scale": 20}
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**30), 2**64])
+def test_an_integer_beyond_64_bits_in_a_json_file_is_refused(tmp_path, value):
+    """Converting it to a float would overflow wherever a number is checked."""
+    hw = json.loads((REPO / "src" / "kernelcast" / "hardware" / "h100.json").read_text())
+    hw["freq_hz"] = value
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(hw))
+    from kernelcast.errors import ProfileError
+    from kernelcast.models.hong_kim import load_hardware
+
+    with pytest.raises(ProfileError, match="beyond 64 bits"):
+        load_hardware(path)

@@ -356,8 +356,7 @@ def test_a_path_through_a_file(tmp_path):
     for identity in (None, IDENTITY):
         with pytest.raises(UsageError) as info:
             Store(path, identity, create_dirs=True)
-        assert _one_line(info.value) == (f"{path}: {tmp_path / 'file.txt'} is a file, not a "
-                                         "directory")
+        assert _one_line(info.value) == f"{path}: {tmp_path / 'file.txt'} is not a directory"
     assert (tmp_path / "file.txt").read_text() == "text"
 
 

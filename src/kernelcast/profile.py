@@ -9,8 +9,9 @@ outcome, kernelcast's version and the time it was written. ``save_profile`` writ
 whatever is wrong with the file (missing, a directory, unreadable, binary, not JSON, a
 measurement store, a field of the wrong type) is a ProfileError that names the file and
 the problem. ``check_profile_path`` refuses, before a calibration measures anything, a
-path where no profile could be written (a directory, a measurement store, a file that is
-not a profile, a folder that cannot be written).
+path where no profile could be written (a directory, a FIFO or device node or anything
+else that is not a regular file, a measurement store, a file that is not a profile, a
+folder that cannot be written).
 
 Format 1 (kernelcast 0.1 before the model interface: the paper's model, or the extended
 model under the name "kernelcast") still loads.
@@ -26,12 +27,12 @@ import errno
 import json
 import math
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, ProfileError, UsageError
-from kernelcast.frontends.files import SQLITE_MAGIC, describe_os_error, read_json_file
+from kernelcast.frontends.files import (SQLITE_MAGIC, check_regular_file, describe_os_error,
+                                       read_json_file, read_regular_file)
 from kernelcast.models import model_class
 from kernelcast.version import __version__
 
@@ -72,12 +73,9 @@ def _write_error(path: Path, err: OSError) -> KernelcastError:
 
 
 def _existing_profile_problem(path: Path) -> str | None:
-    """Why the existing file at *path* must not be overwritten with a profile, if so."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-    except OSError as err:
-        return f"cannot read it: {describe_os_error(err)}"
+    """Why the existing file at *path* must not be overwritten with a profile, if so
+    (a ProfileError where it cannot be read)."""
+    head = read_regular_file(path, "profile", ProfileError, limit=1 << 20) or b""
     if head.startswith(SQLITE_MAGIC):
         return "a measurement store, not a profile; did you mean --db?"
     if not head.strip():
@@ -100,21 +98,11 @@ def check_profile_path(path) -> Path:
     path = Path(path)
     if not str(path) or path.name in ("", ".", ".."):
         raise ProfileError(f"{str(path) or '(empty)'!r} is not a file name for a profile")
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        info = None
-    except ValueError as err:  # an embedded NUL character
-        raise ProfileError(f"{path!r}: not a file name: {err}") from None
-    except OSError as err:
-        raise ProfileError(f"cannot write the profile {path}: "
-                           f"{describe_os_error(err)}") from None
+    if os.path.isdir(path):
+        raise ProfileError(f"{path} is a directory; give the profile's file name, such "
+                           f"as {path / 'profile.json'}")
+    info = check_regular_file(path, "profile", ProfileError)  # a FIFO, a device: refused
     if info is not None:
-        if stat.S_ISDIR(info.st_mode):
-            raise ProfileError(f"{path} is a directory; give the profile's file name, such "
-                               f"as {path / 'profile.json'}")
-        if not stat.S_ISREG(info.st_mode):
-            raise ProfileError(f"{path} is not a regular file")
         problem = _existing_profile_problem(path)
         if problem:
             raise ProfileError(f"{path} is {problem}" if problem.startswith("a ")

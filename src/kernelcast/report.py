@@ -9,7 +9,7 @@ wraps. Statuses of a measurement other than ``ok`` are explained where they appe
 
 Public names: WIDTH, STATUS_MEANINGS, format_table, format_seconds, format_table1,
 format_table2, format_summary, format_side_by_side, format_side_by_side_summary,
-status_notes, negative_notes, print_evaluation, write_report.
+status_notes, negative_notes, print_evaluation, check_report_paths, write_report.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernelcast.errors import UsageError
 from kernelcast.evaluation.tables import side_by_side, side_by_side_summary
+from kernelcast.frontends.files import check_regular_file, describe_os_error
 from kernelcast.metrics import summarize
 
 WIDTH = 100
@@ -295,16 +297,34 @@ def print_evaluation(model, tables: dict, cv: dict | None = None) -> None:
         print(format_side_by_side_summary(cv))
 
 
+_REPORT_FILES = ("report.md", "table1.csv", "summary.csv", "weights.csv", "cv.csv",
+                "predicted_vs_measured.png", "breakdown.png")
+
+
+def check_report_paths(out) -> None:
+    """Refuse (UsageError naming it) a file of the report under *out* that is there and
+    is not a regular file: a FIFO would block the writer forever, and a device node
+    would be written to."""
+    for name in _REPORT_FILES:
+        check_regular_file(Path(out) / name, "file of the report")
+
+
 def write_report(out, model, table: pd.DataFrame, cv: pd.DataFrame | None = None,
                  breakdowns: dict[str, dict[str, float]] | None = None) -> list[Path]:
-    """Markdown and CSV tables and PNG figures under *out*; returns the files written."""
+    """Markdown and CSV tables and PNG figures under *out*; returns the files written.
+    Every path is checked (``check_report_paths``) before any is written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"cannot make the report folder {out}: {describe_os_error(err)}"
+                         ) from None
+    check_report_paths(out)
     written = []
     prov = model.provenance_
     summary = summarize(table)

@@ -120,6 +120,9 @@ def _calibrate_here(settings: dict, device) -> tuple[str, str, dict]:
     appended to a log beside its store; (store, profile, fit report)."""
     store, _ = default_paths(device.name, settings["backend"], settings["model"],
                              settings["root"], device.instance)
+    from kernelcast.frontends.files import check_regular_file
+
+    check_regular_file(store.with_suffix(".log"), "log file")
     with open(store.with_suffix(".log"), "a", encoding="utf-8") as log:
         fitted, path = calibrate(device, bind=True, progress=log, **settings)
     return fitted.provenance_["store"], str(path), fitted.fit_report_
@@ -185,7 +188,7 @@ def _store_path(given, profiles) -> Path:
     """The measurement store to evaluate on: *given* (--db), else the profile's; refused
     (naming it) where it is missing, a directory or a profile."""
     from kernelcast.errors import StoreError, UsageError
-    from kernelcast.frontends.files import SQLITE_MAGIC
+    from kernelcast.frontends.files import SQLITE_MAGIC, check_regular_file
 
     error, whose = (UsageError, "") if given else (KernelcastError, "the profile's ")
     raw = given or profiles
@@ -196,6 +199,7 @@ def _store_path(given, profiles) -> Path:
         raise error(f"no measurement store at {whose}{path}; give --db")
     if path.is_dir():
         raise error(f"{whose}{path} is a directory, not a measurement store")
+    check_regular_file(path, "measurement store", error)  # a FIFO would block the read
     try:
         with open(path, "rb") as f:
             head = f.read(len(SQLITE_MAGIC))

@@ -60,8 +60,7 @@ def _opencl_flags(args) -> bool:
                              "--global-size and --local-size")
         if not args.global_size:
             raise UsageError("a .cl kernel needs --global-size")
-        if args.local_size and len(args.local_size) != len(args.global_size):
-            raise UsageError("--local-size needs as many numbers as --global-size")
+        _check_launch(args.global_size, args.local_size)
         if args.model == "poppl-herz" and not args.profile:
             raise UsageError("the poppl-herz model needs a --profile (kernelcast "
                              "calibrate --model poppl-herz)")
@@ -75,21 +74,37 @@ def _opencl_flags(args) -> bool:
     return opencl
 
 
+def _check_launch(global_size, local_size) -> None:
+    """Refuse an NDRange OpenCL 1.2 cannot launch: 1 to 3 dimensions, as many local
+    sizes as global ones, each local size dividing its global size (whole work-groups)."""
+    if len(global_size) > 3:
+        raise UsageError(f"--global-size has {len(global_size)} numbers; an OpenCL launch "
+                         "has 1 to 3 dimensions")
+    if not local_size:
+        return
+    if len(local_size) != len(global_size):
+        raise UsageError(f"--local-size needs as many numbers as --global-size "
+                         f"({len(global_size)}), got {len(local_size)}")
+    for d, (g, size) in enumerate(zip(global_size, local_size)):
+        if g % size:
+            raise UsageError(f"the global size {g} is not a multiple of the local size "
+                             f"{size} (dimension {d} of --global-size and --local-size); "
+                             "OpenCL 1.2 launches whole work-groups")
+
+
 def _opencl_counts(args):
     from pathlib import Path
 
+    from kernelcast.frontends.files import check_regular_file
     from kernelcast.frontends.opencl import count_kernel
 
+    check_regular_file(args.kernel, "OpenCL source")  # a FIFO would block the read
     try:
         text = Path(args.kernel).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"cannot read {args.kernel}: {err}") from None
     counts = count_kernel(text, args.kernel_name, path=args.kernel)
-    local = args.local_size or [1] * len(args.global_size)
-    for g, l in zip(args.global_size, local, strict=True):
-        if g % l:
-            raise UsageError(f"the global size {g} is not a multiple of the local size {l}")
-    return counts, local
+    return counts, args.local_size or [1] * len(args.global_size)
 
 
 def _predict_opencl(args, model) -> int:
@@ -248,6 +263,7 @@ def _check_out_folder(out) -> None:
     from pathlib import Path
 
     from kernelcast.frontends.files import describe_os_error
+    from kernelcast.report import check_report_paths
 
     path = Path(out)
     if not str(out):
@@ -267,6 +283,7 @@ def _check_out_folder(out) -> None:
         raise UsageError(f"--out {out}: {folder} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out}: cannot write in {folder}: permission denied")
+    check_report_paths(out)
 
 
 def _case_of(row):

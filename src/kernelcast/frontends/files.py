@@ -5,12 +5,17 @@ Every failure is a one-line error that names the file: a kernel file that is not
 file, that cannot be imported (a syntax error, an exception or an ImportError inside it),
 a factory that is missing, needs arguments, raises or returns something that is not a
 Loopy kernel (KernelFileError); a JSON file that is missing, a directory, unreadable,
-binary, not UTF-8, not JSON or a measurement store (ProfileError). Errors raised by the
-user's code keep it as their ``__cause__``, so ``kernelcast --debug`` can print its
-traceback.
+binary, not UTF-8, not JSON, nested too deeply or a measurement store (ProfileError).
+Errors raised by the user's code keep it as their ``__cause__``, so ``kernelcast --debug``
+can print its traceback.
+
+Every path kernelcast reads or writes as a file passes ``check_regular_file`` first, and
+readers read through ``read_regular_file``: anything but a regular file (a directory, a
+FIFO, a device node, a socket) is refused with one line naming it, and never opened,
+created over or removed.
 
 Public names: load_factory, build_kernel, load_kernel, read_json_file, read_toml_file,
-describe_os_error, SQLITE_MAGIC.
+check_regular_file, read_regular_file, describe_os_error, SQLITE_MAGIC.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import importlib.util
 import inspect
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -55,15 +61,73 @@ def _raised(err: BaseException) -> str:
     return f"{type(err).__name__}: {message}" if message else type(err).__name__
 
 
-def _stat(path: Path, error=KernelFileError):
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _a(what: str) -> str:
+    """*what* with its indefinite article: "a skeleton", "an OpenCL source"."""
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
+
+
+def _kind(mode: int) -> str:
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def _file_on_the_way(path: Path) -> Path:
+    """The first ancestor of *path* that is a file rather than a directory."""
+    for ancestor in reversed(path.parents):
+        if ancestor.exists() and not ancestor.is_dir():
+            return ancestor
+    return path.parent
+
+
+def check_regular_file(path, what: str, error=UsageError) -> os.stat_result | None:
+    """The ``os.stat`` of *path* (symbolic links followed) where it is a regular file;
+    None where nothing is there. Anything else is an *error* naming *path* and what it is
+    ("… is a FIFO (named pipe), not a profile"), as is a path that cannot be looked at.
+    *path* is not opened: opening a FIFO waits for a writer forever, and writing to,
+    replacing or removing a device node acts on the machine (root's /dev/null)."""
+    if not isinstance(path, (str, os.PathLike)):  # os.stat takes an int as a descriptor
+        raise UsageError(f"a {what} is given as a path, got {type(path).__name__}")
     try:
-        return path.stat()
+        info = os.stat(path)
     except FileNotFoundError:
-        raise error(f"no such file: {path}") from None
+        return None
+    except NotADirectoryError:
+        raise error(f"{path}: {_file_on_the_way(Path(path))} is not a directory") from None
     except ValueError as err:  # an embedded NUL character
         raise error(f"{path!r}: not a file name: {err}") from None
     except OSError as err:
         raise error(f"{path}: {describe_os_error(err)}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise error(f"{path} is {_kind(info.st_mode)}, not {_a(what)}")
+    return info
+
+
+def read_regular_file(path, what: str, error=UsageError, limit: int = -1) -> bytes | None:
+    """The bytes of the regular file at *path* (its first *limit* bytes, where given), or
+    None where nothing is there; what ``check_regular_file`` refuses and a failed read
+    are an *error* naming *path*. It is opened without blocking and checked again once
+    open, so that a FIFO put there in between cannot hang the reader."""
+    if check_regular_file(path, what, error) is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise error(f"{path}: cannot read the {what}: {describe_os_error(err)}") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{path} is {_kind(mode)}, not {_a(what)}")
+        try:
+            return f.read(limit)
+        except OSError as err:
+            raise error(f"{path}: cannot read the {what}: {describe_os_error(err)}"
+                        ) from None
 
 
 def load_factory(spec: str):
@@ -80,19 +144,13 @@ def load_factory(spec: str):
     if path.suffix != ".py":
         raise KernelFileError(f"{path}: a kernel file is a Python file whose name ends in "
                               f".py (FILE.py:FACTORY)")
-    import stat
-
-    info = _stat(path)
-    if stat.S_ISDIR(info.st_mode):
-        raise KernelFileError(f"{path} is a directory, not a Python file")
-    if not stat.S_ISREG(info.st_mode):
-        raise KernelFileError(f"{path} is not a regular file")
+    if check_regular_file(path, "Python file", KernelFileError) is None:
+        raise KernelFileError(f"no such file: {path}")
     if not attr.isidentifier():
         raise KernelFileError(f"{path}: {attr!r} is not a Python name (FILE.py:FACTORY)")
-    try:
-        source = path.read_bytes()
-    except OSError as err:
-        raise KernelFileError(f"{path}: cannot read it: {describe_os_error(err)}") from None
+    source = read_regular_file(path, "Python file", KernelFileError)
+    if source is None:
+        raise KernelFileError(f"no such file: {path}")
     if b"\x00" in source:
         raise KernelFileError(f"{path} is a binary file, not Python source")
     module_name = f"kernelcast_user_{abs(hash(path.resolve()))}"
@@ -167,16 +225,9 @@ def read_json_file(path, what: str, error=ProfileError,
         raise UsageError(f"a {what} is given as a path to a JSON file, got "
                          f"{type(path).__name__}")
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"no {what} at {path}") from None
-    except IsADirectoryError:
-        raise error(f"{path} is a directory, not a {what}") from None
-    except ValueError as err:  # an embedded NUL character
-        raise error(f"{path!r}: not a file name: {err}") from None
-    except OSError as err:
-        raise error(f"{path}: cannot read the {what}: {describe_os_error(err)}") from None
+    data = read_regular_file(path, what, error)
+    if data is None:
+        raise error(f"no {what} at {path}")
     if data.startswith(SQLITE_MAGIC):
         raise error(f"{path} is a measurement store, not a {what}; did you mean --db?")
     bad = invalid.format(path=path, what=what)
@@ -187,11 +238,29 @@ def read_json_file(path, what: str, error=ProfileError,
     except UnicodeDecodeError:
         raise error(f"{bad}: not UTF-8 text (a binary file?)") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_int64)
     except RecursionError:
         raise error(f"{bad}: nested too deeply") from None
+    except _TooLarge as err:
+        line = text.count("\n", 0, text.find(err.digits)) + 1
+        raise error(f"{bad}: line {line}: the integer {err.digits[:20]}... "
+                    f"({len(err.digits)} digits) is beyond 64 bits") from None
     except ValueError as err:  # JSONDecodeError, or an integer of too many digits
         raise error(f"{bad}: {_one_line(err)}") from None
+
+
+class _TooLarge(ValueError):
+    def __init__(self, digits: str):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _int64(text: str) -> int:
+    """A JSON integer, refused beyond 64 bits: no count or size kernelcast reads is larger,
+    and a larger one would overflow where it is converted to a float."""
+    if len(text.lstrip("-")) > 20 or abs(int(text)) >= 2**64:
+        raise _TooLarge(text)
+    return int(text)
 
 
 def read_toml_file(path, what: str) -> dict:
@@ -199,17 +268,14 @@ def read_toml_file(path, what: str) -> dict:
     "space file"); every failure is a UsageError that names the file."""
     import tomllib
 
-    where = str(path)
+    data = read_regular_file(path, what)
+    if data is None:
+        raise UsageError(f"{path}: no such {what}")
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such {what}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{where}: is a folder, not a {what}") from None
+        return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise UsageError(f"{where}: cannot read the {what}: not UTF-8 text") from None
-    except OSError as err:
-        raise UsageError(f"{where}: cannot read the {what}: "
-                         f"{describe_os_error(err)}") from None
+        raise UsageError(f"{path}: cannot read the {what}: not UTF-8 text") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise UsageError(f"{path}: not a TOML {what}: nested too deeply") from None
     except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{where}: not a TOML {what}: {err}") from None
+        raise UsageError(f"{path}: not a TOML {what}: {err}") from None

@@ -50,8 +50,10 @@ def end_position(text: str) -> tuple[int, int]:
 
 def unexpected_token(exc, text: str) -> tuple[int, int, str, int | None]:
     """Where lark's parse error *exc* on *text* happened: (line, column, what was found,
-    the token's offset in the text or None at the end of input)."""
+    the token's offset in the text or None at the end of input). A long token (a
+    5,000-digit literal) is named by its start and length, not quoted whole."""
     token = getattr(exc, "token", None)
     if token is None or token.type == "$END" or getattr(token, "line", None) in (None, -1):
         return (*end_position(text), "end of input", None)
-    return token.line, token.column, f"'{token}'", getattr(token, "start_pos", None)
+    got = f"'{token}'" if len(token) <= 38 else f"'{token[:27]}...' ({len(token)} characters)"
+    return token.line, token.column, got, getattr(token, "start_pos", None)

@@ -14,22 +14,30 @@ on one GPU contend just the same, and two identical GPUs of a host are locked ap
 one process a device's lock is shared (counted), so a calibration that evaluates on the
 same device does not lock itself out.
 
-Public names: DeviceLock, lock_dir.
+A lock file must be a regular file: a FIFO, device node, socket or symbolic link at its
+path (the folder is shared by every user of the machine) is refused with a UsageError,
+never opened for writing (``open_lock_file``). The lock folder is made world-writable
+(like /tmp) only where kernelcast creates it; an existing folder keeps its mode.
+
+Public names: DeviceLock, lock_dir, open_lock_file.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kernelcast.errors import DeviceBusyError
+from kernelcast.errors import DeviceBusyError, UsageError
+from kernelcast.frontends.files import check_regular_file, describe_os_error
 
 _held: dict[str, list] = {}  # lock path -> [open file, count] of this process
 
@@ -55,12 +63,54 @@ def _command() -> str:
     return words if len(words) <= 80 else words[:79] + "…"
 
 
-def _holder(path: Path) -> str:
+def _holder(handle) -> str:
+    """Who holds the lock, as written in its file (read through the open *handle*)."""
     try:
-        info = json.loads(path.read_text())
+        handle.seek(0)
+        info = json.loads(handle.read())
         return (f"process {info['pid']} ({info['command']}, since {info['since']})")
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"
+
+
+def open_lock_file(path):
+    """The lock file at *path*, created where missing, open for reading and writing (a
+    binary file object). Anything but a regular file there is a UsageError naming it:
+    a symbolic link is not followed (in a folder every user may write to, it could
+    point at another user's file) and a FIFO is not waited on (O_NONBLOCK)."""
+    check_regular_file(path, "lock file")
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UsageError(f"{path} is a symbolic link, not a lock file") from None
+        raise UsageError(f"cannot open the lock file {path}: {describe_os_error(err)}"
+                         ) from None
+    handle = os.fdopen(fd, "r+b")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # put there since it was checked
+        handle.close()
+        raise UsageError(f"{path} is not a regular file, not a lock file")
+    return handle
+
+
+def _lock_folder(folder: Path) -> None:
+    """Make the lock folder (world-writable with the sticky bit, like /tmp, so that every
+    user's campaigns share it) unless it exists; refuse a path that is no folder."""
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        if not folder.is_dir():
+            raise UsageError(f"the lock folder {folder} (KERNELCAST_LOCK_DIR) is not a "
+                             "directory") from None
+        return
+    except OSError as err:
+        raise UsageError(f"cannot make the lock folder {folder} (KERNELCAST_LOCK_DIR): "
+                         f"{describe_os_error(err)}") from None
+    try:
+        folder.chmod(0o1777)
+    except OSError:
+        pass
 
 
 class DeviceLock:
@@ -75,13 +125,8 @@ class DeviceLock:
             _held[key][1] += 1
             self._released = False
             return
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            folder.chmod(0o1777)  # shared by every user of the machine, like /tmp
-        except OSError:
-            pass
-        handle = open(self.path, "a+")  # noqa: SIM115 - held until release
+        _lock_folder(self.path.parent)
+        handle = open_lock_file(self.path)  # held until release
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             try:
@@ -89,10 +134,11 @@ class DeviceLock:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
+                    holder = _holder(handle)
                     handle.close()
                     waited = f" after waiting {wait:g} s" if wait > 0 else ""
                     raise DeviceBusyError(
-                        f"{device_name} is being measured by {_holder(self.path)}{waited}; "
+                        f"{device_name} is being measured by {holder}{waited}; "
                         "timings taken at the same time would be contended. Wait for it to "
                         "finish, or pass --wait SECONDS") from None
                 time.sleep(min(0.5, max(deadline - time.monotonic(), 0.01)))
@@ -101,7 +147,7 @@ class DeviceLock:
         handle.write(json.dumps({
             "pid": os.getpid(),
             "command": _command(),
-            "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
+            "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
         handle.flush()
         _held[key] = [handle, 1]
         self._released = False

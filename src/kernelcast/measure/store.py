@@ -36,9 +36,17 @@ A new store is built completely in a temporary file next to its path
 (``.NAME.PID-TOKEN.HOST.creating``) and hard-linked into place, which never overwrites:
 a killed creator leaves no half-made store, and of processes creating one store at once
 one wins and the others open its store. Temporary files of dead processes of this host
-are removed whenever a store in their directory is opened for writing. Where the file system has no hard links, the
-temporary file is renamed into place under a lock on ``.NAME.lock``, which stays. A
-0-byte file at the path (left by older kernelcast) is replaced.
+are removed whenever a store in their directory is opened for writing. Where the file
+system has no hard links, the temporary file is renamed into place under a lock on
+``.NAME.lock``, which stays. Whatever is at the path by then is opened as it is, never
+replaced. A 0-byte regular file given for writing (left by older kernelcast, or made by
+``touch``) holds nothing to lose: the store is made in that very file, in one exclusive
+SQLite transaction, so it keeps its owner, mode and links, and a killed creator leaves it
+empty. kernelcast removes nothing at the path.
+
+The path must be a regular file or nothing: a directory, FIFO, device node or socket is
+refused with a UsageError naming what it is (frontends.files.check_regular_file), never
+opened (a FIFO would block forever) and never replaced.
 
 A failure of SQLite or the file system becomes one line, a StoreError (damaged, read-only,
 full disk: exit status 1) or a UsageError (a path that cannot be a store: exit status 2),
@@ -67,6 +75,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kernelcast.errors import MissingDependencyError, StoreError, UsageError
+from kernelcast.frontends.files import check_regular_file
+from kernelcast.measure.lock import open_lock_file
 
 SCHEMA_VERSION = 3  # of the stores this kernelcast creates
 STATUSES = ("ok", "unstable", "compile_error", "launch_error", "out_of_memory",
@@ -237,6 +247,8 @@ class Store:
         try:
             self._conn.text_factory = _text
             self._conn.row_factory = sqlite3.Row
+            if identity is not None:
+                self._fill_if_empty(identity)
             self.meta = self._read_meta()  # first: a file that is not SQLite fails here
             self._check(identity)
             with self._failures(writing=False):
@@ -269,23 +281,11 @@ class Store:
     def _exists(self, identity, create_dirs) -> bool:
         """Whether a store is to be opened at the path (else one is to be created);
         raises for paths that cannot be one."""
-        try:
-            info = self.path.stat()
-        except FileNotFoundError:
-            pass
-        except NotADirectoryError:
-            raise UsageError(f"{self.path}: {_file_on_the_way(self.path)} is a file, not a "
-                             "directory") from None
-        except OSError as err:
-            raise StoreError(f"cannot open {self.path}: {err.strerror}") from None
-        else:
-            if stat.S_ISDIR(info.st_mode):
-                raise UsageError(f"{self.path} is a directory, not a measurement store")
-            if info.st_size:
-                return True
-            if identity is None:
+        info = check_regular_file(self.path, "measurement store")
+        if info is not None:
+            if not info.st_size and identity is None:
                 raise UsageError(f"{self.path} is empty (0 bytes), not a measurement store")
-            return False  # left by an older kernelcast: replaced
+            return True  # an empty one is filled in place (_fill_if_empty)
         if identity is None:
             raise UsageError(f"no measurement store at {self.path}")
         parent = self.path.parent
@@ -298,6 +298,26 @@ class Store:
                 raise StoreError(f"cannot create the directory {parent}: {err.strerror}"
                                  ) from None
         return False
+
+    def _fill_if_empty(self, identity: dict) -> None:
+        """Make the store in the open file where its database has no tables (a 0-byte
+        file, or one whose filling was killed and SQLite rolled back): in the file itself,
+        which keeps its owner, mode and links, in one exclusive transaction, so that of
+        processes doing it at once one does it and a killed one leaves the file empty."""
+        try:
+            if self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                return
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
+            return  # not SQLite, or damaged: _read_meta says which
+        with self._failures(writing=True):
+            self._conn.execute("BEGIN EXCLUSIVE")
+            try:
+                if not self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    _initialize(self._conn, identity)
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
 
     def _read_meta(self) -> dict:
         try:
@@ -497,14 +517,6 @@ class Store:
         return cursor.lastrowid
 
 
-def _file_on_the_way(path: Path) -> Path:
-    """The first ancestor of *path* that is a file rather than a directory."""
-    for ancestor in reversed(path.parents):
-        if ancestor.exists() and not ancestor.is_dir():
-            return ancestor
-    return path.parent
-
-
 # {{{ creation: complete in a temporary file, then linked into place
 
 def _create(path: Path, identity: dict) -> None:
@@ -518,14 +530,8 @@ def _create(path: Path, identity: dict) -> None:
             conn = sqlite3.connect(temp)
             try:
                 conn.execute("PRAGMA journal_mode = MEMORY")  # a private file, synced below
-                conn.executescript(_schema(SCHEMA_VERSION))
                 with conn:
-                    conn.executemany(
-                        "INSERT INTO meta VALUES (?, ?)",
-                        [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
-                         *((k, identity[k]) for k in IDENTITY),
-                         *([("instance", identity["instance"])]
-                           if identity.get("instance") else [])])
+                    _initialize(conn, identity)
             finally:
                 conn.close()
             _fsync(temp)
@@ -545,6 +551,23 @@ def _create(path: Path, identity: dict) -> None:
             temp.unlink(missing_ok=True)
 
 
+def _initialize(conn: sqlite3.Connection, identity: dict) -> None:
+    """Write the tables and meta of a new store of schema version SCHEMA_VERSION into the
+    empty database of *conn*, in one transaction (executescript would commit each part)."""
+    statement = ""
+    for part in _schema(SCHEMA_VERSION).split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):  # a trigger's body has ";" in it
+            if statement.strip(" \n;"):
+                conn.execute(statement)
+            statement = ""
+    conn.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("schema_version", str(SCHEMA_VERSION)), ("created_at", _now()),
+         *((k, identity[k]) for k in IDENTITY),
+         *([("instance", identity["instance"])] if identity.get("instance") else [])])
+
+
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -554,57 +577,25 @@ def _fsync(path: Path) -> None:
 
 
 def _link(temp: Path, path: Path) -> None:
-    for _ in range(100):
-        try:
-            os.link(temp, path)  # never overwrites
-            return
-        except FileExistsError:
-            if not _remove_if_empty(path):
-                return  # another process's store (or another file): opened as it is
-        except OSError as err:
-            if err.errno not in _NO_HARD_LINKS:
-                raise
-            _replace_under_lock(temp, path)
-            return
-    raise StoreError(f"cannot create {path}: something keeps putting empty files there")
-
-
-def _remove_if_empty(path: Path) -> bool:
-    """Remove *path* if it is a 0-byte file (left by an older kernelcast); whether to
-    try linking again. Under an exclusive lock of the file, so that of processes doing
-    this at once only one removes it, and none removes what replaced it."""
+    """Put *temp* at *path* unless something is there by now (another process's store,
+    or any other file: opened as it is, never replaced)."""
     try:
-        if os.stat(path).st_size:
-            return False
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        held = os.fstat(fd)
-        if held.st_size:
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            now = os.stat(path)
-            if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
-                os.unlink(path)
-        return True
-    finally:
-        os.close(fd)
+        os.link(temp, path)  # never overwrites
+    except FileExistsError:
+        pass
+    except OSError as err:
+        if err.errno not in _NO_HARD_LINKS:
+            raise
+        _replace_under_lock(temp, path)
 
 
 def _replace_under_lock(temp: Path, path: Path) -> None:
-    """Where hard links are not supported: rename *temp* to *path* unless a store is
+    """Where hard links are not supported: rename *temp* to *path* unless something is
     there, under a lock of .NAME.lock (which stays)."""
-    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path).st_size:
-                return
-        os.replace(temp, path)
-    finally:
-        os.close(fd)
+    with open_lock_file(path.with_name(f".{path.name}.lock")) as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if not os.path.lexists(path):
+            os.replace(temp, path)
 
 
 def _remove_stale_temporaries(folder: Path) -> None:
@@ -615,7 +606,8 @@ def _remove_stale_temporaries(folder: Path) -> None:
             match = _TEMPORARY.match(name)
             if match and match["host"] == _HOST and not _alive(int(match["pid"])):
                 with contextlib.suppress(OSError):
-                    os.unlink(folder / name)
+                    if stat.S_ISREG(os.lstat(folder / name).st_mode):  # a FIFO is not ours
+                        os.unlink(folder / name)
 
 
 def _alive(pid: int) -> bool:

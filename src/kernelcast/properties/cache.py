@@ -13,9 +13,10 @@ it is compiled, and a count is read from its string only when ``symbolic`` asks 
 on a hit and on the miss that wrote the entry alike (isl takes 20 ms to a second to read
 a large one, longer than extracting it; ranking variants never asks). Writes go to a
 temporary file in the cache folder and then os.replace, so readers and concurrent
-writers of one key see a whole entry or none. An entry that fails its checks (JSON,
-format, key, checksum, code) is deleted and extracted again; a folder that cannot be
-written only costs the caching.
+writers of one key see a whole entry or none. An entry that fails its checks (UTF-8,
+JSON, format, key, checksum, code) is deleted and extracted again; a folder that cannot
+be read or written, or an entry's path that is not a regular file (a FIFO, which is
+never opened, or a device: left as they are), only costs the caching, with one warning.
 Warnings the extraction gave (UncountedWarning, ...) are not repeated on a hit.
 
 Public names: cached_properties, kernel_digest, default_cache_dir, FORMAT_VERSION.
@@ -44,7 +45,8 @@ from loopy.tools import LoopyKeyBuilder
 from loopy.version import DATA_MODEL_VERSION
 from pymbolic.primitives import Product, Sum
 
-from kernelcast.errors import KernelcastWarning, NotALoopyKernelError
+from kernelcast.errors import KernelcastError, KernelcastWarning, NotALoopyKernelError
+from kernelcast.frontends.files import check_regular_file, read_regular_file
 from kernelcast.properties.compiled import LazyEvaluator, compile_source
 from kernelcast.properties.extract import extract_properties
 from kernelcast.properties.result import AccessInfo, Properties
@@ -223,15 +225,17 @@ def _file_name(key: dict) -> str:
 # {{{ entries
 
 def _read(path: Path, key: dict) -> Properties | None:
+    if not path.parent.is_dir():
+        return None  # a miss; _write says why there can be no cache
     try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
+        data = read_regular_file(path, "properties cache entry", KernelcastError)
+    except KernelcastError as err:  # unreadable, or not a regular file: left as it is
+        _warn_once(path.parent, f"cannot read the properties cache: {err}")
         return None
-    except OSError as err:
-        _warn_once(path.parent, f"cannot read the properties cache {path.parent}: {err}")
+    if data is None:
         return None
     try:
-        entry = json.loads(text)
+        entry = json.loads(data.decode("utf-8"))  # UnicodeDecodeError is a ValueError
         if entry["format"] != FORMAT_VERSION:
             raise ValueError(f"format {entry['format']}, not {FORMAT_VERSION}")
         if entry["key"] != key:
@@ -250,6 +254,12 @@ def _read(path: Path, key: dict) -> Properties | None:
 
 
 def _write(path: Path, text: str) -> None:
+    try:  # a FIFO or device at the entry's path is not replaced
+        check_regular_file(path, "properties cache entry", KernelcastError)
+    except KernelcastError as err:
+        _warn_once(path.parent, f"cannot write the properties cache {path.parent} "
+                   f"({err}); extracting without caching")
+        return
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

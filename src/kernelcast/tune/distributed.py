@@ -326,11 +326,11 @@ def _device_turn(spec: _DeviceSpec, device):
     """This worker's turn on *device* (a DeviceInfo): the lock its host's workers share
     (waited for as long as it takes: a sibling holds it for one case), then, unless the
     caller holds it on this host, the device's own lock (waited for as --wait says)."""
-    from kernelcast.measure.lock import DeviceLock
+    from kernelcast.measure.lock import DeviceLock, open_lock_file
 
     path = _flock_path(device)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
+    with open_lock_file(path) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             if spec.caller_holds_lock and socket.gethostname() == spec.host:

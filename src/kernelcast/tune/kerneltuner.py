@@ -37,7 +37,8 @@ keys (compile_time, observers' metrics) are dropped on import. ``tune_params`` l
 the values measured, so Kernel Tuner's simulation mode needs every combination of them in
 the file (or restrictions that exclude the rest).
 
-A file or store that cannot be used is refused with a UsageError of one line naming it.
+A file or store that cannot be used is refused with a UsageError of one line naming it;
+a path that is not a regular file (a FIFO, a device) is neither read nor replaced.
 
 Public names: FAILURES, export_cache, import_cache.
 """
@@ -49,9 +50,11 @@ import json
 import math
 import os
 import statistics
+import tempfile
 from pathlib import Path
 
 from kernelcast.errors import UsageError
+from kernelcast.frontends.files import check_regular_file, describe_os_error, read_regular_file
 from kernelcast.measure.store import Store, measurement_key
 from kernelcast.tune.space import OFF, variant_key
 from kernelcast.version import __version__
@@ -105,6 +108,8 @@ def export_cache(store_path, family: str, out_path, *, params=None, problem_size
     number or a list). Damaged rows are left out; of rows of one variant, the last. Keys
 leave out tile, split, prefetch and pad at their off values; the file spells them out,
 as Kernel Tuner needs every parameter in every entry."""
+    out = Path(out_path)
+    check_regular_file(out, "Kernel Tuner cache file")  # never replaces a FIFO or device
     store = Store(store_path)
     try:
         rows = [r for r in store.rows() if r["case_name"].startswith(f"{family}/")
@@ -161,38 +166,44 @@ as Kernel Tuner needs every parameter in every entry."""
     # laid out as Kernel Tuner writes it: the header, then one entry a line
     text = json.dumps(header, indent="")[:-3]
     text += ",".join("\n" + json.dumps({k: e})[1:-1] for k, e in cache.items()) + "}\n}\n"
-    out = Path(out_path)
-    temp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    temp = None
     try:
-        temp.write_text(text, encoding="utf-8")
+        fd, temp = tempfile.mkstemp(prefix=f".{out.name[:200]}.", suffix=".tmp",
+                                    dir=out.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(temp, 0o644)
         os.replace(temp, out)
     except OSError as err:
-        temp.unlink(missing_ok=True)
-        raise UsageError(f"{out_path}: cannot write the cache file: {err.strerror}") from None
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
+        raise UsageError(f"{out_path}: cannot write the cache file: "
+                         f"{describe_os_error(err)}") from None
     return len(cache)
 
 
 def _read(path) -> dict:
     """The cache file at *path* as JSON, closed first if it is still being written."""
     where = str(path)
+    data = read_regular_file(path, "Kernel Tuner cache file")
+    if data is None:
+        raise UsageError(f"{where}: no such Kernel Tuner cache file")
     try:
-        text = Path(path).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such Kernel Tuner cache file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{where} is a directory, not a Kernel Tuner cache file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{where}: cannot read the cache file: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: cannot read the cache file: {exc}") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{where}: not a Kernel Tuner cache file (not JSON: nested too "
+                         "deeply)") from None
     except ValueError as first:
         # still being appended to: close it as Kernel Tuner's correct_open_cache does
         try:
             data = json.loads(text.removesuffix(",") + "}\n}")
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UsageError(f"{where}: not a Kernel Tuner cache file (not JSON: "
-                             f"{first.msg}, line {first.lineno})") from None
+                             f"{first})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{where}: not a Kernel Tuner cache file (not a JSON object)")
     keys = data.get("tune_params_keys")

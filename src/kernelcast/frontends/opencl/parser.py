@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kernelcast.frontends.files import check_regular_file
 from kernelcast.frontends.positioned import describe_terminal, end_position, unexpected_token
 
 from .errors import OpenCLSourceError
@@ -254,6 +255,7 @@ def parse_opencl(text: str, path: str = "<source>") -> OpenCLUnit:
 def load_opencl(path) -> OpenCLUnit:
     """Read an OpenCL C file (UTF-8) and parse it."""
     name = str(path)
+    check_regular_file(path, "OpenCL source")  # a FIFO would block the read
     try:
         data = Path(path).read_bytes()
     except OSError as exc:

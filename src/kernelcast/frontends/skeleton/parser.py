@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kernelcast.errors import UsageError
+from kernelcast.frontends.files import check_regular_file
 from kernelcast.frontends.positioned import describe_terminal, end_position, unexpected_token
 
 from .errors import SkeletonError
-from .ir import Skeleton
+from .ir import INT_MAX, Skeleton
 from .semantics import build
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -73,6 +74,9 @@ def _check_defines(defines):
             raise UsageError(f"macro name {name!r} is not an identifier")
         if isinstance(value, bool) or not isinstance(value, int):
             raise UsageError(f"macro {name} must be an integer, got {value!r}")
+        if abs(value) > INT_MAX:  # not str()ed: a huge int may exceed Python's digit limit
+            raise UsageError(f"macro {name} is a {value.bit_length()}-bit integer; skeleton "
+                             f"integers are 64-bit, at most {INT_MAX} in magnitude")
         out[name] = value
     return out
 
@@ -97,6 +101,7 @@ def parse_skeleton(text: str, path: str = "<string>",
 def load_skeleton(path, defines: Mapping[str, int] | None = None) -> Skeleton:
     """Read a skeleton file (UTF-8) and parse it."""
     name = str(path)
+    check_regular_file(path, "skeleton")  # a FIFO would block the read
     try:
         data = Path(path).read_bytes()
     except OSError as exc:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelcast.frontends.files import check_regular_file
+
 from .errors import SkeletonError
-from .ir import Skeleton
+from .ir import INT_MAX, Skeleton
 
 
 def sample_path(skeleton: Skeleton, array: str) -> Path | None:
@@ -31,6 +33,7 @@ def read_sample(skeleton: Skeleton, array: str) -> tuple[int, ...]:
     if path is None:
         a = skeleton.array(array)
         raise SkeletonError(skeleton.path, a.line, a.column, f"array '{array}' has no sample hint")
+    check_regular_file(path, "sample file")  # a FIFO would block the read
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -42,10 +45,15 @@ def read_sample(skeleton: Skeleton, array: str) -> tuple[int, ...]:
         column = 0
         for word in body.split():
             column = body.index(word, column)
-            if not word.isdigit():
+            digits = word.lstrip("0") or "0"
+            if not (word.isascii() and word.isdigit()):
                 raise SkeletonError(str(path), lineno, column + 1,
-                                    f"expected a non-negative integer, got {word!r}")
-            values.append(int(word))
+                                    f"expected a non-negative integer, got {word[:40]!r}")
+            if len(digits) > len(str(INT_MAX)) or int(digits) > INT_MAX:
+                raise SkeletonError(str(path), lineno, column + 1,
+                                    f"value of {len(digits)} digits is too large: sample "
+                                    f"values are 64-bit indices, at most {INT_MAX}")
+            values.append(int(digits))
             column += len(word)
     size = skeleton.array(array).size
     if len(values) != size:

@@ -15,10 +15,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, ProfileError
+from kernelcast.frontends.files import check_regular_file
 from kernelcast.models.base import Model, register
 from kernelcast.models.criteria.characterization import DeviceCharacterization, characterize
-from kernelcast.models.criteria.criteria import MEMTHR_SATURATED, Application, Assessment, assess
+from kernelcast.models.criteria.criteria import (
+    MEMTHR_SATURATED,
+    Application,
+    Assessment,
+    assess,
+    check_saturation,
+)
 
 SUITE = "criteria-microbenchmarks"
 
@@ -39,9 +46,14 @@ class CriteriaModel(Model):
     def fit(self, measurements) -> CriteriaModel:
         """Fit to a microbenchmark document (what benchmarks/criteria_microbenchmarks.py
         measure writes), given as a dict or the path of its JSON file."""
+        try:
+            check_saturation(self.saturation)
+        except ValueError as err:
+            raise KernelcastError(str(err)) from None
         store = ""
         if isinstance(measurements, str | Path):
             store = str(measurements)
+            check_regular_file(store, "microbenchmark document")  # a FIFO would block
             try:
                 measurements = json.loads(Path(measurements).read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
@@ -92,10 +104,16 @@ class CriteriaModel(Model):
         return {"characterization": self.device_.as_dict()}
 
     def restore(self, state: dict) -> None:
+        """The characterization a profile keeps, each field checked, and the
+        profile's *saturation*; a one-line ProfileError naming what is wrong."""
+        try:
+            check_saturation(self.saturation)
+        except ValueError as err:
+            raise ProfileError(f"params.{err}") from None
         data = state.get("characterization")
         if not isinstance(data, dict):
-            raise KernelcastError("the profile has no characterization")
+            raise ProfileError("the profile has no characterization")
         try:
             self.device_ = DeviceCharacterization.from_dict(data)
-        except (KeyError, TypeError, ValueError) as err:
-            raise KernelcastError(f"the characterization is broken: {err}") from None
+        except ValueError as err:
+            raise ProfileError(f"state.characterization is broken: {err}") from None
