@@ -1,10 +1,12 @@
 """Fuzzing the OpenCL C front-end: seeded random mutations (token and character level:
 deletions, duplications, swaps, inserted words and characters, truncations) of valid
-kernels must either count or raise OpenCLSourceError with a position inside the text —
-never any other exception (no lark error, RecursionError, IndexError, ...)."""
+kernels must either count, with finite non-negative counts, or raise OpenCLSourceError
+with a position inside the text and a message of one short line — never any other
+exception (no lark error, RecursionError, IndexError, ...)."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -84,7 +86,7 @@ WORDS = ["while", "for", "if", "else", "do", "switch", "break", "return", "goto"
          "int", "uint", "long", "double", "half", "unsigned", "const", "__global", "__local",
          "__constant", "__kernel", "void", "restrict", "#define N 3\n", "#define F(x) x\n",
          "#include <x.h>\n", "#pragma unroll\n", "/*", "*/", "//", "\\\n", "9" * 40,
-         "0x7F", "1e400f", "0.5", "get_global_id(0)", "get_local_id(1)", "get_global_id(n)",
+         "9" * 5000, "0x" + "f" * 5000, "0x7F", "1e400f", "0.5", "get_global_id(0)", "get_local_id(1)", "get_global_id(n)",
          "barrier(CLK_LOCAL_MEM_FENCE);", "sqrt(", "foo(", "a[", "]", "[0][0]", "{", "}",
          "(", ")", ";", ",", "?", ":", "=", "+=", "<<=", "++", "--", "*", "&", "/0", "% 0",
          "(float)", "(int)", "x", "i", "n", "N", "TILE", "-"]
@@ -126,10 +128,13 @@ def check(text: str) -> bool:
     try:
         unit = parse_opencl(text, path="fuzz.cl")
         for name in unit.kernels:
-            count_kernel(unit, name)
+            counts = count_kernel(unit, name)
+            for value in (*counts.ops.values(), *counts.accesses.values(), counts.barriers):
+                assert math.isfinite(value) and value >= 0, (counts, text)
         return True
     except OpenCLSourceError as e:
         assert e.path == "fuzz.cl" and e.message, text
+        assert "\n" not in e.message and len(e.message) <= 400, (str(e)[:500], text)
         lines = text.split("\n")
         assert e.line is not None and 1 <= e.line <= len(lines), (str(e), text)
         assert 1 <= e.column <= len(lines[e.line - 1]) + 1, (str(e), text)

@@ -21,6 +21,7 @@ ALPHABET = ("[](){}<>:;,=+-*/#\"'\n\t 0123456789abcijknrxyzABCIJMNT_"
             "\x00\u00e9\u2014\U0001f600")
 WORDS = ["ld", "st", "comp", "for", "stream", "parallel_for", "hint", "hints", "#define",
          "float", "int", "double", "sample", "(hint:14)", "/*", "*/", "//", "0:4", "9" * 40,
+         "9" * 5000, "N*N*N*N",
          "begin", "M[i][n]", "[", "]", "{", "}", "-", "/0", "*i"]
 
 
@@ -49,6 +50,7 @@ def test_fuzz_only_skeleton_errors():
             parsed += 1
         except SkeletonError as e:
             assert e.path == "fuzz.sk" and e.message, text
+            assert "\n" not in e.message and len(e.message) <= 400, (str(e)[:500], text)
             lines = text.split("\n")
             assert 1 <= e.line <= len(lines), (str(e), text)
             assert 1 <= e.column <= len(lines[e.line - 1]) + 1, (str(e), text)

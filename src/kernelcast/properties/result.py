@@ -5,6 +5,7 @@ Public names: Properties, AccessInfo.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
@@ -164,10 +165,26 @@ class Properties:
 
     def _values(self, args) -> dict[str, float]:
         values = self._fn(*args)
-        result = dict(zip(self._base_names, map(float, values)))
+        result = self._floats(self._base_names, values, args)
         for name, i, j in self._minls_index:
             result[name] = float(min(values[i], values[j]))
         return {name: result[name] for name in self.names}
+
+    def _floats(self, names, values, args) -> dict[str, float]:
+        """{name: value as a float}; a count too large for a float (sizes or statistics
+        of astronomical magnitude) is a ParameterError naming it, never inf or NaN."""
+        out = {}
+        for name, value in zip(names, values, strict=True):
+            try:
+                out[name] = float(value)
+            except OverflowError:
+                out[name] = math.inf
+            if not math.isfinite(out[name]):
+                given = dict(zip(self._arg_names, args))
+                raise ParameterError(f"{name} of kernel {self.kernel_name!r} is not a finite "
+                                     f"count at {given}: the sizes or statistics are too "
+                                     "large")
+        return out
 
     def evaluate_with_extent(self, params) -> tuple[dict[str, float], dict[str, float]]:
         """``(evaluate(params), extent(params))``, checking *params* once."""
@@ -177,7 +194,7 @@ class Properties:
     def _extents(self, args) -> dict[str, float]:
         if self._extent_fn is None:
             return {}
-        return dict(zip(self._extent_names, map(float, self._extent_fn(*args)), strict=True))
+        return self._floats(self._extent_names, self._extent_fn(*args), args)
 
     def extent(self, params) -> dict[str, float]:
         """What the extended model adds (kernelcast.models.extended.features): the

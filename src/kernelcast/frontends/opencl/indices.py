@@ -14,6 +14,8 @@ Public names: index_values, MAX_POINTS.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kernelcast.frontends.opencl.values import CTYPES
@@ -121,7 +123,7 @@ def index_values(nodes: tuple, key: int, global_size, local_size,
     grid (dim 2, dim 1, dim 0)), or None when they are not known before run time or the
     grid has more than MAX_POINTS work-items. *scalars* gives integer scalar arguments
     by name; *memo* (a dict) shares evaluated nodes between calls of one launch."""
-    if int(np.prod(global_size)) > MAX_POINTS:
+    if math.prod(int(g) for g in global_size) > MAX_POINTS:  # exact: np.prod wraps
         return None
     grid = _Grid(global_size, local_size, scalars or {})
     memo = {} if memo is None else memo

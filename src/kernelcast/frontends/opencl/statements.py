@@ -14,6 +14,11 @@ from lark import Token, Tree
 
 from .values import CTYPES, INT_TYPES, Val, const_val
 
+#: How often code may run per work-item (the product of the trips of the loops around
+#: it): GPU counters are 64-bit, and 2^63 iterations would keep a work-item busy for
+#: years; it also keeps every count finite.
+MAX_RUNS = 2.0**63
+
 _UNSUPPORTED = {"while": "while loops are not supported", "do": "do loops are not supported",
                 "switch": "switch statements are not supported",
                 "case": "switch statements are not supported",
@@ -212,6 +217,16 @@ class Statements:
             self.error(node, "the loop does not terminate")
         return -(-abs(bound - first) // abs(step))
 
+    def check_counter(self, node, var, end: int, op: str, bound: int):
+        """Refuse a loop whose counter cannot hold the value *end* that ends it: the
+        counter wraps around first (a uchar after 255), so the loop never ends in C."""
+        lo, hi = CTYPES[var.ctype][2], CTYPES[var.ctype][3]
+        if not lo <= end <= hi:
+            article = "an" if var.ctype == "int" else "a"
+            self.error(node, f"the for loop over '{var.name}' never ends: its counter is "
+                             f"{article} {var.ctype} ({lo}..{hi}) and wraps around before "
+                             f"'{var.name} {op} {bound}' turns false")
+
     def for_stmt(self, node):
         for_tok, init, cond, step, body = node.children
         self.scopes.append({})
@@ -222,6 +237,12 @@ class Statements:
         op, bound = self.for_bound(cond, var)
         inc = self.for_step(step, var)
         trip = self.trip_count(cond, first, op, bound, inc)
+        self.check_counter(cond, var, first + trip * inc, op, bound)
+        if self.mult * trip > MAX_RUNS:
+            self.error(for_tok, f"the for loop over '{var.name}' makes the code in it run "
+                                f"{self.mult * trip:.3g} times per work-item, more than "
+                                f"2^63: a GPU's 64-bit counters would overflow, and one "
+                                f"work-item would run for years")
         body_assigned, _, declared = self.loop_writes([body])
         if var.name in body_assigned and var.name not in declared:
             self.error(body_assigned[var.name],

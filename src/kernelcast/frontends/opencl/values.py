@@ -143,14 +143,20 @@ def int_literal(text: str) -> tuple[int, str]:
     suffix = text[len(body):].lower()
     if suffix not in ("", "u", "l", "ul", "lu"):
         raise ValueError(f"invalid integer suffix '{text[len(body):]}'")
+    shown = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
     if body[:2] in ("0x", "0X"):
-        value, decimal = int(body[2:], 16), False
+        digits, base = body[2:], 16
     elif len(body) > 1 and body[0] == "0":
         if not set(body) <= set("01234567"):
-            raise ValueError(f"invalid octal literal '{text}'")
-        value, decimal = int(body, 8), False
+            raise ValueError(f"invalid octal literal '{shown}'")
+        digits, base = body, 8
     else:
-        value, decimal = int(body), True
+        digits, base = body, 10
+    # more digits than 2^64 - 1 has: too large, known before Python's int() is asked (it
+    # refuses decimal strings of more than 4300 digits)
+    if len(digits.lstrip("0")) > {16: 16, 8: 22, 10: 20}[base]:
+        raise ValueError(f"integer literal '{shown}' is too large (more than 64 bits)")
+    value, decimal = int(digits, base), base == 10
     if "u" in suffix:
         order = ("uint", "ulong") if "l" not in suffix else ("ulong",)
     elif "l" in suffix:
@@ -160,7 +166,7 @@ def int_literal(text: str) -> tuple[int, str]:
     for t in order:
         if value <= RANGES[t][1]:
             return value, t
-    raise ValueError(f"integer literal '{text}' is too large")
+    raise ValueError(f"integer literal '{shown}' is too large (more than 64 bits)")
 
 
 def float_literal(text: str) -> tuple[float, str]:
@@ -363,10 +369,14 @@ def _div_mod_identity(keys: Keys, ka: int, kb: int):
 
 
 def binary(keys: Keys, op: str, a: Val, b: Val, t: str) -> Val:
-    """``a op b`` with operands already converted; ``t`` is the result type."""
+    """``a op b`` with operands already converted; ``t`` is the result type. Raises
+    FoldError for an integer division or remainder by a constant zero."""
     if a.const is not None and b.const is not None:
         return const_val(keys, t, _fold(op, a.const, b.const, a.type if op in (
             "==", "!=", "<", ">", "<=", ">=") else t))
+    if op in ("/", "%") and t in _BITS and b.const == 0:  # undefined in C for integers
+        raise FoldError(f"{'division' if op == '/' else 'remainder (%)'} by zero: the "
+                        f"divisor is a constant 0")
     if op == "+" and t in _BITS:
         e = _div_mod_identity(keys, a.key, b.key)
         if e is not None and e in keys.vals:

@@ -6,13 +6,17 @@ language. Every problem raises :class:`SkeletonError` (``path:line:column: messa
 
 Public names: parse_skeleton, load_skeleton, SkeletonError, read_sample, sample_path,
 iter_statements, Skeleton, Macro, Array, ParallelFor, Loop, Access, Comp, Assign, Affine,
-Indirect, Index, Statement, ELEMENT_BYTES, BOUND_KINDS.
+Indirect, Index, Statement, ELEMENT_BYTES, BOUND_KINDS, INT_MAX, MAX_PARALLEL_DIMS,
+MAX_STATEMENTS.
 """
 
 from .errors import SkeletonError
 from .ir import (
     BOUND_KINDS,
     ELEMENT_BYTES,
+    INT_MAX,
+    MAX_PARALLEL_DIMS,
+    MAX_STATEMENTS,
     Access,
     Affine,
     Array,
@@ -33,6 +37,9 @@ from .sample import read_sample, sample_path
 __all__ = [
     "BOUND_KINDS",
     "ELEMENT_BYTES",
+    "INT_MAX",
+    "MAX_PARALLEL_DIMS",
+    "MAX_STATEMENTS",
     "Access",
     "Affine",
     "Array",

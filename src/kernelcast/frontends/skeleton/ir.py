@@ -7,7 +7,8 @@ resolved: every size, bound, count and hint is an ``int``; index expressions are
 an index array, as in ``A[j][M[i][n]][0]`` or ``r = I[n]`` then ``B[r][i]``).
 
 Public names: Affine, Indirect, Index, Macro, Array, Access, Comp, Assign, Loop,
-ParallelFor, Statement, Skeleton, iter_statements, ELEMENT_BYTES, BOUND_KINDS.
+ParallelFor, Statement, Skeleton, iter_statements, ELEMENT_BYTES, BOUND_KINDS, INT_MAX,
+MAX_PARALLEL_DIMS, MAX_STATEMENTS.
 """
 
 from __future__ import annotations
@@ -22,6 +23,23 @@ ELEMENT_BYTES = {"char": 1, "short": 2, "int": 4, "long": 8, "float": 4, "double
 #: How a loop's trip count is known: from literals, from macros, from loop indices of
 #: enclosing loops (affine), or from data read at run time (a hint then gives it).
 BOUND_KINDS = ("constant", "macro", "affine", "data_dependent")
+
+#: The largest magnitude of a skeleton's integers. A skeleton describes C code, whose
+#: widest integer type (a size, bound or index) has 64 bits. The same bound holds for
+#: an array's bytes (64-bit address arithmetic) and for how often a statement runs over
+#: all tasks: a GPU's counters are 64-bit, and 2^63 instructions would keep a whole GPU
+#: busy for days.
+INT_MAX = 2**63 - 1
+
+#: Dimensions a parallel_for may have: GROPHECY maps each parallel loop onto one
+#: dimension of the thread block and grid (§6.1), and GPUs have three (CUDA's x, y, z,
+#: OpenCL's work dimensions); the paper's skeletons use at most two.
+MAX_PARALLEL_DIMS = 3
+
+#: Statements (ld, st, comp, assignments, loops) a parallel_for may hold: the paper's
+#: skeletons need at most 15 (ispinex_complex.sk), and the layout search's time grows
+#: faster than the count; repeated work belongs in a loop or a larger comp.
+MAX_STATEMENTS = 64
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Names resolve in this order: loop indices and variables of the enclosing blocks, then
 macros; arrays must be declared before use and are referenced with one index per
 dimension. Sizes, counts and hints must be constants (literals and macros); indices and
-loop bounds are affine in loop indices, or read from data (Indirect). Every violation
+loop bounds are affine in loop indices, or read from data (Indirect). Integers, array
+bytes and how often a statement runs over all tasks stay within INT_MAX; a parallel_for
+has at most MAX_PARALLEL_DIMS dimensions and MAX_STATEMENTS statements. Every violation
 raises SkeletonError at the offending token.
 
 Public names: build.
@@ -11,6 +13,7 @@ Public names: build.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from lark import Token, Tree
@@ -18,6 +21,9 @@ from lark import Token, Tree
 from .errors import SkeletonError
 from .ir import (
     ELEMENT_BYTES,
+    INT_MAX,
+    MAX_PARALLEL_DIMS,
+    MAX_STATEMENTS,
     Access,
     Affine,
     Array,
@@ -28,6 +34,7 @@ from .ir import (
     Macro,
     ParallelFor,
     Skeleton,
+    iter_statements,
 )
 
 ARRAY_HINT_KEYS = ("sample",)
@@ -59,6 +66,22 @@ def _scale(a, k: int):
     return _affine({n: c * k for n, c in a.terms}, a.const * k)
 
 
+def _fits(value) -> bool:
+    """Whether every number of an Affine or Indirect is within ±INT_MAX."""
+    if isinstance(value, Indirect):
+        return abs(value.scale) <= INT_MAX and _fits(value.offset)
+    return abs(value.const) <= INT_MAX and all(abs(c) <= INT_MAX for _, c in value.terms)
+
+
+def _span(value: Affine, ranges: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    """The least and greatest value of *value* over the index *ranges* (inclusive)."""
+    lo = hi = value.const
+    for name, c in value.terms:
+        a, b = ranges.get(name, (0, 0))
+        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+    return lo, hi
+
+
 def _cdiv(a: int, b: int) -> int:
     """C's integer division (truncates toward zero)."""
     q = abs(a) // abs(b)
@@ -73,6 +96,10 @@ class _Builder:
         self.macros: dict[str, Macro] = {}
         self.arrays: dict[str, Array] = {}
         self.used_macro = False
+        # within a kernel: each enclosing index's (least, greatest) value, and how often
+        # the current block runs over all tasks
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.runs = 1
 
     def error(self, node, message: str) -> SkeletonError:
         line, column = _pos(node) if node is not None else self.end
@@ -129,6 +156,12 @@ class _Builder:
                     raise self.error(child.children[0],
                                      f"dimension of '{name}' must be at least 1, got {size}")
                 dims.append(size)
+                nbytes = math.prod(dims) * ELEMENT_BYTES[str(dtype)]
+                if nbytes > INT_MAX:
+                    raise self.error(child.children[0],
+                                     f"array '{name}' would hold {nbytes:.3g} bytes, more "
+                                     f"than {INT_MAX} (2^63 - 1), the most 64-bit address "
+                                     f"arithmetic reaches")
             else:
                 seen = set()
                 for kv in child.children[1:]:
@@ -159,11 +192,25 @@ class _Builder:
             raise self.error(names[0] if names else kw,
                              f"parallel_for has {len(dims)} dimension(s) but "
                              f"{len(names)} index name(s)")
+        if len(dims) > MAX_PARALLEL_DIMS:
+            raise self.error(kw, f"parallel_for has {len(dims)} dimensions; at most "
+                                 f"{MAX_PARALLEL_DIMS} map onto a GPU's thread blocks "
+                                 f"(x, y, z)")
         scope: dict = {}
         for n in names:
             self.check_new_name(n, scope)
             scope[str(n)] = None
+        self.ranges = {str(n): (0, d - 1) for n, d in zip(names, dims)}
+        self.runs = self.check_runs(kw, math.prod(dims), "parallel_for", "tasks")
         body = self.block(block, scope)
+        statements = [s for s, _ in iter_statements(body)]
+        if len(statements) > MAX_STATEMENTS:
+            extra = statements[MAX_STATEMENTS]
+            raise SkeletonError(self.path, extra.line, extra.column,
+                                f"the parallel_for of line {kw.line} has "
+                                f"{len(statements)} statements, more than "
+                                f"{MAX_STATEMENTS} (ld, st, comp, assignments and loops); "
+                                f"put repeated work in a loop or a larger comp")
         return ParallelFor(tuple(dims), tuple(map(str, names)), body, kw.line, kw.column)
 
     # ---------------------------------------------------------------- statements
@@ -182,6 +229,7 @@ class _Builder:
             count = self.constant(expr, "comp count", scope)
             if count < 0:
                 raise self.error(expr, f"comp count must not be negative, got {count}")
+            self.check_runs(kw, self.runs * count, f"comp {count}", "instructions")
             return Comp(count, kw.line, kw.column)
         if kind == "assign":
             name, expr = stmt.children
@@ -222,11 +270,30 @@ class _Builder:
             raise self.error(kw, f"{kw} loop '{index}' has a data-dependent bound "
                                  f"({lower}:{upper}) and no hint; add (hint:N), the "
                                  f"average trip count")
+        if bound_kind == "data_dependent":  # as the projection takes it: 0 .. hint - 1
+            trip, values = hint, (0, hint - 1)
+        else:  # the most iterations any task makes
+            trip = max(0, _span(_add(upper, lower, -1), self.ranges)[1])
+            values = (_span(lower, self.ranges)[0], _span(upper, self.ranges)[1] - 1)
+        outer = self.ranges, self.runs
+        self.runs = self.check_runs(kw, self.runs * trip, f"{kw} loop '{index}'",
+                                    "iterations")
+        self.ranges = {**self.ranges, str(index): values}
         inner = dict(scope)
         inner[str(index)] = None
         body = self.block(block, inner)
+        self.ranges, self.runs = outer
         return Loop(str(kw), str(index), lower, upper, bound_kind, hint, body,
                     kw.line, kw.column)
+
+    def check_runs(self, node, runs: int, what: str, unit: str) -> int:
+        """*runs* (how often *what* runs over all tasks), refused beyond INT_MAX."""
+        if runs > INT_MAX:
+            over = "" if unit == "tasks" else " over all tasks"
+            raise self.error(node, f"{what} amounts to {runs:.3g} {unit}{over}, more than "
+                                   f"{INT_MAX} (2^63 - 1): a GPU's 64-bit counters would "
+                                   f"overflow, and a whole GPU would need days")
+        return runs
 
     # --------------------------------------------------------------- expressions
     def reference(self, ref: Tree, scope: dict | None):
@@ -265,7 +332,7 @@ class _Builder:
             raise self.error(expr, f"unexpected '{expr}'")
         kind = expr.data
         if kind == "int":
-            return Affine((), int(expr.children[0]))
+            return Affine((), self.literal(expr.children[0]))
         if kind == "name":
             tok = expr.children[0]
             name = str(tok)
@@ -293,34 +360,51 @@ class _Builder:
             left_t, op, right_t = expr.children
             left = self.index(left_t, scope, what)
             right = self.index(right_t, scope, what)
-            if op in ("+", "-"):
-                sign = 1 if op == "+" else -1
-                if isinstance(left, Affine) and isinstance(right, Affine):
-                    return _add(left, right, sign)
-                if isinstance(left, Indirect) and isinstance(right, Affine):
-                    return Indirect(left.array, left.indices, left.scale,
-                                    _add(left.offset, right, sign), left.via)
-                if isinstance(left, Affine) and isinstance(right, Indirect):
-                    r = _scale(right, sign)
-                    return Indirect(r.array, r.indices, r.scale, _add(r.offset, left), r.via)
-                raise self.error(op, "an index may read at most one data value "
-                                     f"({left} {op} {right})")
-            if op == "*":
-                if isinstance(left, Affine) and left.is_constant:
-                    return _scale(right, left.const)
-                if isinstance(right, Affine) and right.is_constant:
-                    return _scale(left, right.const)
-                raise self.error(op, f"index is not affine: {left} * {right} (one factor "
-                                     f"must be a constant)")
-            # "/"
-            if not (isinstance(left, Affine) and left.is_constant
-                    and isinstance(right, Affine) and right.is_constant):
-                raise self.error(op, f"index is not affine: {left} / {right} (only "
-                                     f"constants may be divided)")
-            if right.const == 0:
-                raise self.error(op, "division by zero")
-            return Affine((), _cdiv(left.const, right.const))
+            value = self.binop(left, op, right)
+            if not _fits(value):
+                raise self.error(op, f"{left} {op} {right} overflows 64-bit integers "
+                                     f"(magnitude at most {INT_MAX})")
+            return value
         raise self.error(expr, f"unexpected expression '{kind}'")
+
+    def literal(self, tok: Token) -> int:
+        """An integer literal, refused beyond INT_MAX before Python converts it."""
+        digits = str(tok).lstrip("0") or "0"
+        if len(digits) > len(str(INT_MAX)) or int(digits) > INT_MAX:
+            shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits)} digits)"
+            raise self.error(tok, f"integer {shown} is too large: skeleton integers are "
+                                  f"64-bit, at most {INT_MAX}")
+        return int(digits)
+
+    def binop(self, left, op: Token, right):
+        """``left op right`` for Affine or Indirect operands."""
+        if op in ("+", "-"):
+            sign = 1 if op == "+" else -1
+            if isinstance(left, Affine) and isinstance(right, Affine):
+                return _add(left, right, sign)
+            if isinstance(left, Indirect) and isinstance(right, Affine):
+                return Indirect(left.array, left.indices, left.scale,
+                                _add(left.offset, right, sign), left.via)
+            if isinstance(left, Affine) and isinstance(right, Indirect):
+                r = _scale(right, sign)
+                return Indirect(r.array, r.indices, r.scale, _add(r.offset, left), r.via)
+            raise self.error(op, "an index may read at most one data value "
+                                 f"({left} {op} {right})")
+        if op == "*":
+            if isinstance(left, Affine) and left.is_constant:
+                return _scale(right, left.const)
+            if isinstance(right, Affine) and right.is_constant:
+                return _scale(left, right.const)
+            raise self.error(op, f"index is not affine: {left} * {right} (one factor "
+                                 f"must be a constant)")
+        # "/"
+        if not (isinstance(left, Affine) and left.is_constant
+                and isinstance(right, Affine) and right.is_constant):
+            raise self.error(op, f"index is not affine: {left} / {right} (only "
+                                 f"constants may be divided)")
+        if right.const == 0:
+            raise self.error(op, "division by zero")
+        return Affine((), _cdiv(left.const, right.const))
 
 
 def build(tree: Tree, path: str, defines: Mapping[str, int] | None,

@@ -15,7 +15,7 @@ Public names: GrophecyModel.
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UsageError
@@ -31,7 +31,7 @@ from kernelcast.models.grophecy.search import (
     search,
 )
 from kernelcast.models.hong_kim.equations import estimate
-from kernelcast.models.hong_kim.hardware import Hardware, load_hardware
+from kernelcast.models.hong_kim.hardware import hardware_from_dict, load_hardware
 
 
 @register
@@ -132,10 +132,6 @@ class GrophecyModel(Model):
         hw = state.get("hardware")
         if not isinstance(hw, dict):
             raise KernelcastError("the profile has no hardware description")
-        names = {f.name for f in fields(Hardware)}
-        unknown = set(hw) - names
-        if unknown:
-            raise KernelcastError(f"hardware: unknown {sorted(unknown)}")
-        self.hardware_ = Hardware(**{**hw, "guessed": tuple(hw.get("guessed", ()))})
+        self.hardware_ = hardware_from_dict(hw, "state.hardware")
         self.hints_ = load_hints(self.hints) if self.hints else None
         self._searches = {}

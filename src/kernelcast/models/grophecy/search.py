@@ -12,8 +12,9 @@ Layouts are enumerated in the paper's dependency order B → F → S → caching
 - L: maximal (every loop with a static trip count unrolled in groups of 16), or as hinted.
 
 A layout whose shared memory exceeds what a block may allocate is counted as searched and
-left out. Each layout is characterized (kernelcast.models.grophecy.characterize) and
-projected through kernelcast's Hong–Kim model; ``search`` returns them fastest first.
+left out; a space of more than MAX_LAYOUTS layouts is refused before any is projected.
+Each layout is characterized (kernelcast.models.grophecy.characterize) and projected
+through kernelcast's Hong–Kim model; ``search`` returns them fastest first.
 
 Hints (§6.2, "users can provide hints in an input file"): a TOML file giving the domain of
 any factor, e.g.::
@@ -24,7 +25,7 @@ any factor, e.g.::
     cache = [["A", "B"], []]    # sets of arrays served from shared memory
     unroll = [true, false]      # loop unrolling
 
-Public names: Hints, load_hints, Projection, SearchResult, search.
+Public names: Hints, load_hints, Projection, SearchResult, search, MAX_LAYOUTS.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from kernelcast.frontends.skeleton.ir import ParallelFor, Skeleton
 from kernelcast.models.grophecy.characterize import Characteristics, Characterizer
 from kernelcast.models.grophecy.layouts import Layout, block_shapes, foldings
 from kernelcast.models.grophecy.sections import size
-from kernelcast.models.hong_kim.equations import Estimate, estimate
+from kernelcast.models.hong_kim.equations import Estimate, active_blocks_per_sm, estimate
 from kernelcast.models.hong_kim.hardware import Hardware
 
 _HINT_KEYS = ("block", "fold", "stage", "cache", "unroll")
@@ -180,11 +181,21 @@ def _cacheable(ch: Characterizer, layout: Layout) -> list[str]:
     return sorted(out)
 
 
+#: Layouts one search may project (counted before staging sets that change nothing are
+#: dropped). The paper's skeletons count up to 58,820 (examples/skeletons/ispinex_real.sk,
+#: 7 s on two cores), a batched 3-D matmul 204k (28 s); every cacheable array doubles the
+#: count and every streaming loop multiplies it, so a larger space is refused before any
+#: layout is projected rather than searched for hours.
+MAX_LAYOUTS = 250_000
+
+
 def _layouts(ch: Characterizer, hints: Hints):
-    """Every layout of the space, in §6.2's dependency order."""
+    """Every layout of the space, in §6.2's dependency order; more than MAX_LAYOUTS is a
+    UsageError."""
     hw = ch.hw
     max_threads = hw.max_threads_per_block or hw.max_active_warps_per_sm * hw.warp_size
     space = tuple(ch.space.values())
+    plan, count = [], 0  # (block, fold, streams, staging options, cacheable arrays)
     for block in block_shapes(space, max_threads, hints.block, hw.warp_size):
         folds = hints.fold
         if folds is not None and hints.block is None:  # the blocks these foldings fit
@@ -210,17 +221,45 @@ def _layouts(ch: Characterizer, hints: Hints):
                 else:
                     sizes = {trip} | _suggested_stages(ch, probe, loop, cacheable)
                 options.append(sorted(sizes))
-            caches = (hints.cache if hints.cache is not None else
-                      tuple(c for r in range(len(cacheable) + 1)
-                            for c in itertools.combinations(cacheable, r)))
-            for sizes in itertools.product(*options):
-                stages = tuple((k, s) for k, s in zip(streams, sizes)
-                               if s < ch.trip(probe, k))
-                for cached in caches:
-                    if stages and not _stages_matter(ch, stages, cached):
-                        continue
-                    for unroll in hints.unroll:
-                        yield Layout(block, fold, stages, tuple(cached), unroll)
+            plan.append((block, fold, streams, options, cacheable))
+            count += (math.prod(map(len, options)) * _caches(hints, cacheable)
+                      * len(hints.unroll))
+            if count > MAX_LAYOUTS:  # refused as soon as it is known, before any projection
+                _refuse(ch, hints, plan, count)
+    for block, fold, streams, options, cacheable in plan:
+        probe = Layout(block, fold)
+        caches = (hints.cache if hints.cache is not None else
+                  tuple(c for r in range(len(cacheable) + 1)
+                        for c in itertools.combinations(cacheable, r)))
+        for sizes in itertools.product(*options):
+            stages = tuple((k, s) for k, s in zip(streams, sizes)
+                           if s < ch.trip(probe, k))
+            for cached in caches:
+                if stages and not _stages_matter(ch, stages, cached):
+                    continue
+                for unroll in hints.unroll:
+                    yield Layout(block, fold, stages, tuple(cached), unroll)
+
+
+def _caches(hints: Hints, cacheable) -> int:
+    """How many sets of cached arrays the search tries with *cacheable* arrays."""
+    return len(hints.cache) if hints.cache is not None else 2 ** len(cacheable)
+
+
+def _refuse(ch: Characterizer, hints: Hints, plan, count: int):
+    """Raise a UsageError for a layout space of more than MAX_LAYOUTS (*count* layouts so
+    far over the blocks and foldings of *plan*), naming the factors that make it."""
+    cacheable = max((c for *_, c in plan), key=len)
+    streams = max((s for _, _, s, _, _ in plan), key=len)
+    named = ", ".join(cacheable[:6]) + (f" and {len(cacheable) - 6} more"
+                                        if len(cacheable) > 6 else "")
+    raise UsageError(
+        f"{ch.skeleton.path}: the parallel_for of line {ch.kernel.line} has more than "
+        f"{MAX_LAYOUTS} layouts to search, the most one search may project ({count:.3g} "
+        f"over the first {len(plan)} blocks and foldings, up to {_caches(hints, cacheable)} "
+        f"sets of cached arrays ({named or 'none cacheable'}), staging of up to "
+        f"{len(streams)} streaming loops); a hints file (--hints) can name the blocks, "
+        f"foldings, stages or cached arrays to try")
 
 
 def _stages_matter(ch: Characterizer, stages, cached) -> bool:
@@ -274,11 +313,17 @@ def _search(ch: Characterizer, hardware: Hardware, hints: Hints, progress) -> Se
             infeasible[why] = infeasible.get(why, 0) + 1
             continue
         try:
-            projections.append(Projection(characteristics,
-                                          estimate(hardware, characteristics.workload)))
+            active_blocks_per_sm(hardware, characteristics.workload)
         except KernelcastError:
             why = "do not fit on one SM"
             infeasible[why] = infeasible.get(why, 0) + 1
+            continue
+        try:
+            projected = estimate(hardware, characteristics.workload)
+        except KernelcastError as err:
+            raise UsageError(f"{ch.skeleton.path or 'the skeleton'}, parallel_for of "
+                             f"line {ch.kernel.line}: {err}") from None
+        projections.append(Projection(characteristics, projected))
     if progress is not None:
         progress(searched)
     if not searched:

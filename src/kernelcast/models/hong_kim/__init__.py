@@ -14,7 +14,7 @@ known_hardware, hardware_for_device, workload.
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 from kernelcast.errors import KernelcastError
 from kernelcast.models.base import Model, as_properties, register
@@ -22,6 +22,7 @@ from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
 from kernelcast.models.hong_kim.hardware import (
     Hardware,
     hardware_for_device,
+    hardware_from_dict,
     known_hardware,
     load_hardware,
     load_registers,
@@ -121,11 +122,5 @@ class HongKimModel(Model):
         hw = state.get("hardware")
         if not isinstance(hw, dict):
             raise KernelcastError("the profile has no hardware description")
-        names = {f.name for f in fields(Hardware)}
-        unknown, missing = set(hw) - names, {n for n in ("name", "warp_size", "freq_hz")
-                                             if n not in hw}
-        if unknown or missing:
-            raise KernelcastError(f"hardware: unknown {sorted(unknown)}, missing "
-                                  f"{sorted(missing)}")
-        self.hardware_ = Hardware(**{**hw, "guessed": tuple(hw.get("guessed", ()))})
+        self.hardware_ = hardware_from_dict(hw, "state.hardware")
         self.registers_ = {str(k): int(v) for k, v in state.get("registers", {}).items()}

@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, ParameterError
 from kernelcast.models.hong_kim.hardware import Hardware
 
+_MAX_THREADS = 2**64  # launch sizes are 64-bit (size_t) in CUDA and OpenCL
 REGIMES = ("not-enough-warps", "memory", "computation", "no-memory", "issue-limited")
 VERDICTS = ("not enough warps", "memory-bound", "compute-bound")  # order breaks ties
 
@@ -51,11 +52,17 @@ class Workload:
     def __post_init__(self):
         if self.threads_per_block < 1 or self.blocks < 1:
             raise KernelcastError("a launch needs at least one block of one thread")
+        if self.threads_per_block * self.blocks > _MAX_THREADS:
+            raise ParameterError(f"a launch of {self.blocks} blocks of "
+                                  f"{self.threads_per_block} threads exceeds the 2^64 "
+                                  "work-items any GPU API can launch")
         counts = (self.comp_insts, self.coal_mem_insts, self.uncoal_mem_insts,
                   self.synch_insts)
-        if min(counts) < 0 or self.uncoal_per_mw < 1:
-            raise KernelcastError(f"instruction counts must be non-negative and "
-                                  f"uncoal_per_mw at least 1: {self}")
+        if not (all(0 <= c < math.inf for c in counts) and 1 <= self.uncoal_per_mw < math.inf
+                and 0 < self.load_bytes_per_warp < math.inf):
+            raise KernelcastError(f"instruction counts must be finite and non-negative, "
+                                  f"uncoal_per_mw at least 1 and load_bytes_per_warp "
+                                  f"positive: {self}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,9 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
     n = blocks_per_sm * warps_per_block  # N: active warps per SM
     rep = wl.blocks / (blocks_per_sm * active_sms)  # HK: #Rep
     mem_insts = wl.coal_mem_insts + wl.uncoal_mem_insts
+    if not (wl.comp_insts or mem_insts):
+        raise KernelcastError("the launch executes no computation or memory instruction: "
+                              "the Hong–Kim model has nothing to project")
     # HK: Comp_cycles = #Issue_cycles × #total_insts (total = computation + memory)
     comp_cycles = hw.issue_cycles * (wl.comp_insts + mem_insts)
 
@@ -149,18 +159,22 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
     # CWP = MIN(CWP_full, N)
     cwp = min((mem_cycles + comp_cycles) / comp_cycles, n)
     comp_p = comp_cycles / mem_insts  # HK: computation period between memory insts
+    # HK's (MWP − 1): the other warps' requests in flight while one waits. Where the
+    # bandwidth allows less than one (MWP_peak_BW < 1, a slow memory), none overlaps;
+    # HK's terms would turn negative.
+    others = max(mwp - 1, 0.0)
 
     if mwp == n and cwp == n:
         # HK: not enough warps: Exec_cycles_app =
         #     (Mem_cycles + Comp_cycles + Comp_cycles/#Mem_insts × (MWP − 1)) × #Rep
         regime = "not-enough-warps"
         parts = {"memory": mem_cycles * rep,
-                 "computation": (comp_cycles + comp_p * (mwp - 1)) * rep}
+                 "computation": (comp_cycles + comp_p * others) * rep}
     elif cwp >= mwp or comp_cycles > mem_cycles:
         # HK: memory bound: Exec_cycles_app =
         #     (Mem_cycles × N/MWP + Comp_cycles/#Mem_insts × (MWP − 1)) × #Rep
         regime = "memory"
-        parts = {"memory": mem_cycles * n / mwp * rep, "computation": comp_p * (mwp - 1) * rep}
+        parts = {"memory": mem_cycles * n / mwp * rep, "computation": comp_p * others * rep}
     else:
         # HK: computation bound (MWP > CWP): Exec_cycles_app = (Mem_L + Comp_cycles × N)
         #     × #Rep
@@ -176,7 +190,7 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
         regime, parts = "issue-limited", {"computation": issue}
     # HK: Synch_cost = Departure_delay × (MWP − 1) × #Synch_insts
     #                  × #Active_blocks_per_SM × #Rep
-    synch = departure * (mwp - 1) * wl.synch_insts * blocks_per_sm * rep
+    synch = departure * others * wl.synch_insts * blocks_per_sm * rep
     # GROPHECY footnote 5: memory-bound if MWP is the smallest of MWP, CWP − 1 and N − 1,
     # compute-bound if CWP − 1 is, not enough warps if N − 1 is. A tie with N − 1 means
     # MWP or CWP was capped at N: the warps are what is missing.
@@ -193,6 +207,10 @@ def _result(hw, parts, synch, regime, verdict, *, mwp, cwp, n, rep, blocks_per_s
             active_sms, mem_l, departure, mem_cycles, comp_cycles) -> Estimate:
     # HK: Exec_cycles_with_synch = Exec_cycles_app + Synch_cost; seconds at Freq
     cycles = sum(parts.values())
+    if not 0 < cycles / hw.freq_hz < math.inf:
+        raise KernelcastError(f"the Hong–Kim estimate on {hw.name} is {cycles:.4g} cycles "
+                              f"at {hw.freq_hz:.4g} Hz, not a finite, positive time: the "
+                              "launch's counts are beyond what the equations can hold")
     return Estimate(seconds=cycles / hw.freq_hz, cycles=cycles, regime=regime,
                     verdict=verdict, mwp=mwp, cwp=cwp, n=n, rep=rep,
                     active_blocks_per_sm=blocks_per_sm, active_sms=active_sms, mem_l=mem_l,

@@ -10,11 +10,13 @@ departure delays) and from the device's reported limits. A value that nothing me
 or reported is listed under ``guessed`` and raises a HardwareGuessWarning when loaded.
 
 Whatever is wrong with a file (missing, a directory, unreadable, not JSON, a parameter
-missing, unknown or of the wrong type) is a ProfileError naming the file and the problem;
-so is a registers file (``load_registers``) that is not one.
+missing, unknown, of the wrong type or outside what a GPU could have: ``BOUNDS``) is a
+ProfileError naming the file and the problem; so is a registers file
+(``load_registers``) that is not one. A profile's hardware goes through the same checks
+(``hardware_from_dict``).
 
-Public names: Hardware, HardwareGuessWarning, HARDWARE_DIR, load_hardware, known_hardware,
-hardware_for_device, check_hardware, load_registers.
+Public names: Hardware, HardwareGuessWarning, HARDWARE_DIR, BOUNDS, load_hardware,
+known_hardware, hardware_for_device, check_hardware, hardware_from_dict, load_registers.
 """
 
 from __future__ import annotations
@@ -74,6 +76,41 @@ _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_b
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
             "departure_del_uncoal")
 
+#: (least, most, unit) of each parameter: what any GPU could have, with room to spare.
+#: Within them the Hong–Kim equations give a finite, positive time for any launch.
+BOUNDS = {
+    # SIMD lanes issued together: 32 on NVIDIA, 64 on AMD; never more than a block's 1024
+    "warp_size": (1, 1024, "threads"),
+    # multiprocessors: 132 on an H100, 304 on an MI300X
+    "active_sms": (1, 10_000, "SMs"),
+    # a clock between 1 MHz and 100 GHz (GPUs run at 0.5 to 3 GHz)
+    "freq_hz": (1e6, 1e11, "Hz"),
+    # an SM issues at most one warp instruction per scheduler and cycle; SMs have had 1 to
+    # 4 schedulers (an H100: 0.25 at best, 0.364 measured), so 0.01 leaves room for 100
+    "issue_cycles": (0.01, 1e6, "cycles"),
+    # between 1 MB/s and 1 PB/s (an H100's HBM3 moves 3.35 TB/s)
+    "mem_bandwidth": (1e6, 1e15, "bytes/s"),
+    # a DRAM access takes at least a cycle; a million cycles is a millisecond at 1 GHz
+    "mem_ld": (1, 1e6, "cycles"),
+    # cycles between two memory transactions of an SM (an H100: 1.2 and 13.9); an SM
+    # sends at most a few a cycle, so 0.01 leaves room for 100
+    "departure_del_coal": (0.01, 1e6, "cycles"),
+    "departure_del_uncoal": (0.01, 1e6, "cycles"),
+    # 64 warps and 32 blocks per SM on an H100; 1024 is 16 times as many
+    "max_active_warps_per_sm": (1, 1024, "warps"),
+    "max_active_blocks_per_sm": (1, 1024, "blocks"),
+    # on-chip memory: 228 KiB on an H100; a GiB is far beyond any SM
+    "shared_mem_per_sm": (1, 2**30, "bytes"),
+    "shared_mem_per_block": (1, 2**30, "bytes"),
+    # 32-byte sectors on NVIDIA since Maxwell, 128-byte segments before; a DRAM page is
+    # at most a few KiB
+    "sector_bytes": (1, 4096, "bytes"),
+    # 65536 32-bit registers per SM on every NVIDIA GPU since Kepler
+    "registers_per_sm": (1, 2**24, "registers"),
+    # 1024 threads in CUDA; OpenCL CPU devices allow up to 8192
+    "max_threads_per_block": (1, 65536, "threads"),
+}
+
 
 def _describe(value) -> str:
     if isinstance(value, bool | int | float | str) or value is None:
@@ -81,9 +118,14 @@ def _describe(value) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+def _bound(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def check_hardware(data, source: str) -> None:
     """Raise a ProfileError, prefixed with *source*, unless *data* (parsed JSON) describes
-    a Hardware: every parameter present, none unknown, each of its type and positive."""
+    a Hardware: every parameter present, none unknown, each of its type and within
+    BOUNDS, and none contradicting another."""
     if not isinstance(data, dict):
         raise ProfileError(f"{source}: not a hardware description (a JSON object of "
                            "parameters)")
@@ -96,17 +138,22 @@ def check_hardware(data, source: str) -> None:
     problems = []
     if not isinstance(data["name"], str) or not data["name"]:
         problems.append(f"name {_describe(data['name'])} is not a non-empty string")
-    for name in _INTEGERS:
+    for name in _INTEGERS + _NUMBERS:
         value = data.get(name)
         if value is None and name in _OPTIONAL:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        least, most, unit = BOUNDS[name]
+        if name in _INTEGERS and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
             problems.append(f"{name} {_describe(value)} is not a positive integer")
-    for name in _NUMBERS:
-        value = data[name]
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value <= 0:
+        elif name in _NUMBERS and (isinstance(value, bool) or not isinstance(
+                value, int | float) or not math.isfinite(value) or value <= 0):
             problems.append(f"{name} {_describe(value)} is not a positive number")
+        elif not least <= value <= most:
+            problems.append(f"{name} {_describe(value)} is outside {_bound(least)} to "
+                            f"{_bound(most)} {unit}")
+    if not problems:
+        problems = _inconsistent(data)
     capability = data.get("compute_capability")
     if capability is not None and not (isinstance(capability, str) and len(
             capability.split(".")) == 2 and all(p.isdigit() for p in capability.split("."))):
@@ -122,6 +169,28 @@ def check_hardware(data, source: str) -> None:
         raise ProfileError(f"{source}: {'; '.join(problems)}")
 
 
+def _inconsistent(data) -> list[str]:
+    """Parameters that contradict each other: a block that cannot hold one warp, or one
+    that may allocate more shared memory than its SM has."""
+    problems = []
+    warp, most = data["warp_size"], data.get("max_threads_per_block")
+    if most is not None and most < warp:
+        problems.append(f"max_threads_per_block {most} is less than a warp of {warp} "
+                        "threads")
+    per_block = data.get("shared_mem_per_block")
+    if per_block is not None and per_block > data["shared_mem_per_sm"]:
+        problems.append(f"shared_mem_per_block {per_block} exceeds shared_mem_per_sm "
+                        f"{data['shared_mem_per_sm']}")
+    return problems
+
+
+def hardware_from_dict(data, source: str) -> Hardware:
+    """The Hardware that *data* (parsed JSON, a file's or a profile's) describes, checked
+    by ``check_hardware`` (a ProfileError prefixed with *source*); no warning."""
+    check_hardware(data, source)
+    return Hardware(**{**data, "guessed": tuple(data.get("guessed", ()))})
+
+
 def load_hardware(name_or_path) -> Hardware:
     """The Hardware of a packaged GPU (``h100``, ``fx5600``, ...) or of a JSON file (a
     name with a suffix or a folder: ``my-gpu.json``, ``./my-gpu``)."""
@@ -135,10 +204,7 @@ def load_hardware(name_or_path) -> Hardware:
         if not path.is_file():
             raise ProfileError(f"no hardware description {text!r}; known: "
                                f"{', '.join(known_hardware())}, or a path to a JSON file")
-    data = read_json_file(path, "hardware description")
-    check_hardware(data, str(path))
-    data["guessed"] = tuple(data.get("guessed", ()))
-    hw = Hardware(**data)
+    hw = hardware_from_dict(read_json_file(path, "hardware description"), str(path))
     if hw.guessed:
         warnings.warn(f"{hw.name}: {', '.join(hw.guessed)} guessed, not measured; "
                       "predictions depend on the guess", HardwareGuessWarning, stacklevel=2)

@@ -9,8 +9,8 @@ instruction is the hard part. kernelcast takes them from the symbolic properties
   local axis 0 (one request per warp), *uncoalesced* all others. Exact counts.
 - ``uncoal_per_mw``: transactions (of the hardware's sector bytes) per uncoalesced warp
   instruction, from the stride class: stride s (2 or 3) spreads a warp's elements over
-  warp·s·bytes/sector sectors; ``4ofmore`` and irregular accesses take one sector per
-  thread. Approximate: HK counts transactions of its GPU's segment sizes.
+  warp·s·bytes/sector sectors; strides above 4 (``kofmore``) and irregular accesses take
+  one sector per thread. Approximate: HK counts transactions of its GPU's segment sizes.
 - computation instructions: one per floating-point operation, division, power and
   special function, plus one per local-memory load and store (GROPHECY §7.2 treats
   shared-memory accesses as computation). Approximate: the compiler fuses a multiply
@@ -33,7 +33,7 @@ Public names: workload.
 
 from __future__ import annotations
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import KernelcastError, ParameterError
 from kernelcast.models.hong_kim.equations import Workload
 from kernelcast.models.hong_kim.hardware import Hardware
 from kernelcast.properties.vocabulary import OP_KINDS
@@ -42,7 +42,7 @@ from kernelcast.properties.vocabulary import OP_KINDS
 def _sectors(name: str, hw: Hardware) -> float:
     """Transactions a warp's access of global-access property *name* takes on *hw*."""
     bits, cls = int(name.split("_")[2]), name.split("_")[3]
-    if cls in ("4ofmore", "irregular"):
+    if cls == "irregular" or cls.endswith("ofmore"):
         return hw.warp_size
     stride = int(cls.split("of")[1])
     return min(hw.warp_size, hw.warp_size * stride * bits / 8 / hw.sector_bytes)
@@ -57,6 +57,10 @@ def workload(props, params: dict, hw: Hardware,
         raise KernelcastError(f"the properties of {props.kernel_name!r} lack the launch "
                               "extent the Hong–Kim model needs; extract them again")
     items = extent["work_items"]
+    if items < 1:
+        at = ", ".join(f"{k}={v}" for k, v in params.items())
+        raise ParameterError(f"{props.kernel_name}: at {at} the launch has no work-items; "
+                             "the Hong–Kim model needs at least one")
     blocks = values.get("workgroup", 1.0)
     coal = uncoal = sectors = comp = accesses = access_bytes = 0.0
     for name, count in values.items():

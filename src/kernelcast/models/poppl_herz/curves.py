@@ -2,7 +2,7 @@
 cost and t_op; the two-piece W curve (a·n^b + c up to the saturation count, a'·n + c'
 beyond); the work-group factor U. Pure functions of arrays, deterministic.
 
-Public names: Line, Piecewise, fit_line, fit_slope, fit_piecewise, utilization,
+Public names: Line, Piecewise, EXPONENTS, fit_line, fit_slope, fit_piecewise, utilization,
 fit_simd_width.
 """
 
@@ -29,11 +29,17 @@ class Line:
 
 
 def fit_line(x, y) -> Line:
-    """Least squares relative to y (times span decades): minimizes Σ((fit − y)/y)²."""
+    """Least squares relative to y (times span decades): minimizes Σ((fit − y)/y)². Slope
+    and intercept are costs (per unit, and fixed), so neither is negative: where the free
+    fit has one below zero, the fit is redone with both held at zero or above."""
+    from scipy.optimize import nnls
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     w = 1.0 / np.abs(y)
     A = np.stack([x * w, w], axis=1)
     (slope, intercept), *_ = np.linalg.lstsq(A, y * w, rcond=None)
+    if slope < 0 or intercept < 0:
+        (slope, intercept), _ = nnls(A, y * w)
     return Line(float(slope), float(intercept))
 
 
@@ -41,6 +47,10 @@ def fit_slope(x, y) -> float:
     """c of y = c·x, least squares relative to x·c (each point weighs alike)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     return float(np.mean(y / x))
+
+
+#: The exponent b of W's power law: W grows at least as n^0.1 and at most as n².
+EXPONENTS = (0.1, 2.0)
 
 
 @dataclass(frozen=True)
@@ -57,9 +67,12 @@ class Piecewise:
     def __call__(self, n: float) -> float:
         if n <= 0:
             return 0.0
-        if n <= self.n_sat:
-            return self.a * n ** self.b + self.c
-        return self.a2 * n + self.c2
+        try:
+            if n <= self.n_sat:
+                return self.a * n ** self.b + self.c
+            return self.a2 * n + self.c2
+        except OverflowError:  # a count too large for a float
+            return math.inf
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,7 +87,8 @@ def _power_fit(n, w):
         a = float(np.sum(n * w / scale**2) / np.sum(n * n / scale**2))
         return a, 1.0, 0.0, float(np.sum(((a * n - w) / scale) ** 2))
     result = least_squares(lambda p: (p[0] * n ** p[1] + p[2] - w) / scale,
-                           x0=[1.0, 1.0, 0.0], bounds=([0.0, 0.1, -np.inf], [np.inf, 2.0, np.inf]),
+                           x0=[1.0, 1.0, 0.0],
+                           bounds=([0.0, EXPONENTS[0], -np.inf], [np.inf, EXPONENTS[1], np.inf]),
                            method="trf", x_scale="jac")
     a, b, c = (float(v) for v in result.x)
     return a, b, c, float(np.sum(result.fun ** 2))

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernelcast.errors import KernelcastError, UncountedWarning
+from kernelcast.errors import KernelcastError, ParameterError, ProfileError, UncountedWarning
 from kernelcast.models.base import Model, register
 from kernelcast.models.poppl_herz import benchmarks as bench
 from kernelcast.models.poppl_herz.curves import (
+    EXPONENTS,
     Line,
     Piecewise,
     fit_line,
@@ -39,6 +40,18 @@ from kernelcast.models.poppl_herz.curves import (
 )
 
 INTEGER = ("int", "uint", "long", "ulong")
+_SIZE_T = 2**64
+
+#: nXU, the lanes of one SIMD unit (32 on NVIDIA, 64 on AMD, 16 floats in AVX-512), is at
+#: most a GPU's largest work-group.
+MOST_SIMD = 1024
+#: Seconds: no work-item, operation, access or byte copied costs a second, and no launch
+#: or copy waits a second before it starts (the weights of the paper's model have the
+#: same bound).
+MOST_SECONDS = 1.0
+#: W(n) prices n operations in units of one and the benchmarks measure n ≤ 128: a curve
+#: coefficient or saturation count beyond a million fits none of them.
+MOST_W = 1e6
 FIT_SUITES = {"measurement": "poppl-herz", "measurement-cpu": "poppl-herz-cpu",
               "poppl-herz": "poppl-herz", "poppl-herz-cpu": "poppl-herz-cpu"}
 
@@ -89,6 +102,15 @@ def workload_of(workload, params: dict) -> OpenCLWorkload:
               if pointer and space == "global" and name in written)
     bytes_in = int(params.get("bytes_in", work_items * (read - out)))
     bytes_out = int(params.get("bytes_out", work_items * out))
+    # OpenCL counts work-items and bytes in size_t: 64 bits
+    if not 1 <= work_items <= _SIZE_T or not 1 <= group <= _SIZE_T:
+        raise ParameterError(f"{counts.name}: a launch of {work_items} work-items in groups "
+                             f"of {group} is not one OpenCL can make (1 to 2^64 work-items "
+                             "in groups of at least one)")
+    for direction, size in (("to", bytes_in), ("from", bytes_out)):
+        if not 0 <= size <= _SIZE_T:
+            raise ParameterError(f"{counts.name}: a copy of {size} bytes {direction} the "
+                                 "device is not one OpenCL can make (0 to 2^64 bytes)")
     return OpenCLWorkload(counts, work_items, group, bytes_in, bytes_out)
 
 
@@ -137,6 +159,11 @@ class PopplHerzModel(Model):
         self.terms_, report = {}, {"simd_width_measured": measured_simd, "clipped": []}
         self._fit_ops(by_class["op"], reference, report)
         self._fit_accesses(by_class["access"], reference, report)
+        try:
+            check_state(self._state())
+        except ProfileError as err:
+            raise KernelcastError(f"the microbenchmarks of {suite} give no plausible "
+                                  f"fit: {err}") from None
         self._set_fitted(dataset, {"criterion": "per-curve least squares on the "
                                    "microbenchmarks (relative)", "solver": [], **report})
         return self
@@ -257,6 +284,8 @@ class PopplHerzModel(Model):
                 missing.append(name)
             elif seconds:
                 parts[name] = seconds / u
+        for name, seconds in parts.items():
+            _finite(seconds, name, load)
         if missing:
             warnings.warn(f"the poppl-herz model has no microbenchmark for "
                           f"{sorted(missing)}; they count as zero", UncountedWarning,
@@ -271,8 +300,11 @@ class PopplHerzModel(Model):
         """Seconds of the copies to and from the device."""
         self.check_fitted()
         load = workload_of(workload, params)
-        return {"to": self.transfer_["to"](load.bytes_in) if load.bytes_in else 0.0,
-                "from": self.transfer_["from"](load.bytes_out) if load.bytes_out else 0.0}
+        copies = {"to": self.transfer_["to"](load.bytes_in) if load.bytes_in else 0.0,
+                  "from": self.transfer_["from"](load.bytes_out) if load.bytes_out else 0.0}
+        for direction, seconds in copies.items():
+            _finite(seconds, f"the copy {direction} the device", load)
+        return copies
 
     def details(self, workload, params: dict) -> dict:
         load = workload_of(workload, params)
@@ -292,6 +324,7 @@ class PopplHerzModel(Model):
                  if n and key.startswith("private:")]
         copies = self.transfer(load, params)
         kernel = sum(parts.values())
+        _finite(kernel + sum(copies.values()), "the final prediction", load)
         rows += [("base cost", "1", parts["base"] * 1e6),
                  ("work-group size", str(load.group), None),
                  ("work-group factor U", f"{utilization(load.group, self.simd_width_):.3f}",
@@ -315,6 +348,9 @@ class PopplHerzModel(Model):
 
     def fitted_state(self) -> dict:
         self.check_fitted()
+        return self._state()
+
+    def _state(self) -> dict:
         return {"simd_width": self.simd_width_,
                 "base": self.base_.to_dict(),
                 "transfer": {d: line.to_dict() for d, line in self.transfer_.items()},
@@ -322,15 +358,71 @@ class PopplHerzModel(Model):
                           for key, (c, curve) in sorted(self.terms_.items())}}
 
     def restore(self, state: dict) -> None:
-        try:
-            self.simd_width_ = int(state["simd_width"])
-            self.base_ = Line(**state["base"])
-            self.transfer_ = {d: Line(**state["transfer"][d]) for d in ("to", "from")}
-            self.terms_ = {str(key): (float(entry["c"]), Piecewise(**entry["curve"]))
-                           for key, entry in state["terms"].items()}
-        except (KeyError, TypeError, ValueError) as err:
-            raise KernelcastError(f"the poppl-herz profile is incomplete: {err}") from None
-        if self.simd_width_ < 1:
-            raise KernelcastError("the poppl-herz profile's simd_width is not positive")
+        check_state(state)
+        self.simd_width_ = state["simd_width"]
+        self.base_ = Line(**state["base"])
+        self.transfer_ = {d: Line(**state["transfer"][d]) for d in ("to", "from")}
+        self.terms_ = {key: (float(entry["c"]), Piecewise(**entry["curve"]))
+                       for key, entry in state["terms"].items()}
 
     # }}}
+
+
+def _finite(seconds: float, what: str, load: OpenCLWorkload) -> None:
+    """Refuse a part of a prediction that is not a finite time of at least zero: on a
+    profile within its bounds, only counts or sizes past what a float holds give one."""
+    if not 0 <= seconds < math.inf:
+        raise KernelcastError(
+            f"the poppl-herz model gives {seconds:.4g} s for {what} of "
+            f"{getattr(load.counts, 'name', 'the kernel')} at {load.work_items} work-items, "
+            "not a finite time: its counts or sizes are beyond what the model's curves hold")
+
+
+def _number(where: str, value, least: float, most: float, why: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise ProfileError(f"{where} is {value!r:.40}, not a finite number")
+    if not least <= value <= most:
+        raise ProfileError(f"{where} is {value!r}, outside {least:g} to {most:g} ({why})")
+
+
+def _fields(where: str, value, names: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict) or set(value) != set(names):
+        have = sorted(value) if isinstance(value, dict) else type(value).__name__
+        raise ProfileError(f"{where} is not an object of {', '.join(names)} (has {have})")
+    return value
+
+
+def check_state(state) -> None:
+    """Raise a ProfileError naming the first field of a Pöppl–Herz profile's *state* that
+    is missing, of the wrong type, not finite or outside what a device could give (the
+    bounds above); within them every prediction is a finite time of at least zero."""
+    state = _fields("state", state, ("simd_width", "base", "transfer", "terms"))
+    simd = state["simd_width"]
+    if isinstance(simd, bool) or not isinstance(simd, int) or not 1 <= simd <= MOST_SIMD:
+        raise ProfileError(f"state.simd_width is {simd!r:.40}, not an integer from 1 to "
+                           f"{MOST_SIMD} (SIMD lanes)")
+    lines = {"state.base": state["base"]}
+    transfer = _fields("state.transfer", state["transfer"], ("to", "from"))
+    lines.update({f"state.transfer.{d}": transfer[d] for d in ("to", "from")})
+    for where, line in lines.items():
+        line = _fields(where, line, ("slope", "intercept"))
+        for name in ("slope", "intercept"):
+            _number(f"{where}.{name}", line[name], 0.0, MOST_SECONDS,
+                    "seconds per unit and fixed seconds: a cost, under a second")
+    terms = state["terms"]
+    if not isinstance(terms, dict) or not terms:
+        raise ProfileError("state.terms is not an object of fitted terms")
+    for key, entry in terms.items():
+        where = f"state.terms.{key}"
+        entry = _fields(where, entry, ("c", "curve"))
+        _number(f"{where}.c", entry["c"], 0.0, MOST_SECONDS,
+                "seconds per operation and work-item: a cost, under a second")
+        curve = _fields(f"{where}.curve", entry["curve"], ("a", "b", "c", "n_sat", "a2", "c2"))
+        _number(f"{where}.curve.b", curve["b"], *EXPONENTS,
+                "W grows at least as n^0.1 and at most as n²")
+        _number(f"{where}.curve.n_sat", curve["n_sat"], 0.0, MOST_W,
+                "a measured count of operations, up to a million")
+        for name in ("a", "c", "a2", "c2"):
+            _number(f"{where}.curve.{name}", curve[name], -MOST_W, MOST_W,
+                    "W counts operations in units of one, up to a million")
