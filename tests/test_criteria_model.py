@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcast.errors import KernelcastError, NotFittedError
+from kernelcast.errors import KernelcastError, NotFittedError, UsageError
 from kernelcast.models import get_model, model_class, model_names
 from kernelcast.models.criteria.advice import LOOPY, hints
 from kernelcast.models.criteria.cases import TILE, TRANSPOSE_ROWS, profiled
@@ -153,7 +153,7 @@ def test_a_profile_without_a_needed_metric_is_a_one_line_error():
                           {k: v for k, v in launch.metrics.items()
                            if k != "sm__cycles_active.max"}, launch.units)
     device = characterize(_microbenchmarks("h100"))
-    with pytest.raises(ValueError, match="lacks the metric sm__cycles_active.max"):
+    with pytest.raises(UsageError, match="lacks the metric sm__cycles_active.max"):
         assess(Application("x", (broken,)), device)
 
 

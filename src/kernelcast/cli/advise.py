@@ -3,14 +3,16 @@
 ``kernelcast advise PROFILE.csv`` reads Nsight Compute's raw page of an application's
 launches (``ncu --set full --page raw --csv``); ``kernelcast advise FILE.py:FACTORY
 --param NAME=SIZE ...`` profiles one launch of a Loopy kernel so itself, through the CUDA
-backend (kernelcast.frontends.profiler.run: ncu and an NVIDIA GPU needed). It judges them with a criteria profile (a GPU's
-characterization from its microbenchmarks: ``--profile FILE``, or found by ``--device
-NAME`` among the criteria profiles in kernelcast-data/ and data/profiles/; default: the
-device the CSV names) and prints a table of the nine criteria with their potential
-speedups, each launch's bound and overall potential, the application's overall potential
-speedup and a hint for every criterion worth improving. ``--loopy`` (implied for a Loopy
-kernel) names the Loopy transformation behind each hint; ``--figure PNG`` draws the paper's Figures 5–7;
-``--json`` prints one JSON object instead.
+backend (kernelcast.frontends.profiler.run: ncu and an NVIDIA GPU needed). It judges them
+with a criteria profile (a GPU's characterization from its microbenchmarks: ``--profile
+FILE``, or found by ``--device NAME`` among the criteria profiles in kernelcast-data/ and
+data/profiles/; default: the device the CSV names) and prints a table of the nine
+criteria with their potential speedups, each launch's bound and overall potential, the
+application's overall potential speedup and a hint for every criterion worth improving.
+``--loopy`` (implied for a Loopy kernel) names the Loopy transformation behind each hint;
+``--figure PNG`` draws the paper's Figures 5–7 (".png" added to a name without a suffix;
+a directory or a FIFO refused); ``--json`` prints one JSON object instead. A profile of
+another GPU than the CSV's is a DeviceMismatchWarning and a note in the output.
 
 Public names: advise, find_profile.
 """
@@ -30,13 +32,16 @@ PROFILE_FOLDERS = ("kernelcast-data", "data/profiles")
 
 def find_profile(device: str) -> Path:
     """The criteria profile whose device name contains *device* (case-insensitive),
-    among the JSON files of PROFILE_FOLDERS; one-line errors for none or several."""
+    among the JSON files of PROFILE_FOLDERS (those that cannot be read as JSON, a FIFO
+    among them, are passed over); one-line errors for none or several."""
+    from kernelcast.frontends.files import read_json_file
+
     found = []
     for folder in PROFILE_FOLDERS:
         for path in sorted(Path(folder).glob("*-criteria.json")):
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                doc = read_json_file(path, "criteria profile")
+            except KernelcastError:
                 continue
             if isinstance(doc, dict) and doc.get("model") == "criteria" \
                     and device.lower() in str(doc.get("device", "")).lower():
@@ -52,11 +57,32 @@ def find_profile(device: str) -> Path:
     return found[0][0]
 
 
+def _figure_path(text: str) -> Path:
+    """The file ``--figure`` *text* writes: *text*, with ".png" added where it has no
+    suffix (as matplotlib does); a one-line UsageError where matplotlib cannot write
+    that format or the path is not a regular file."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from kernelcast.frontends.files import check_regular_file
+
+    path = Path(text)
+    check_regular_file(path, "figure file (--figure)")
+    if not path.suffix:
+        path = path.with_name(path.name + ".png")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix[1:].lower() not in formats:
+        raise UsageError(f"--figure {text}: matplotlib cannot write {path.suffix!r} "
+                         f"files; end the name with one of .{', .'.join(sorted(formats))}")
+    check_regular_file(path, "figure file (--figure)")
+    return path
+
+
 def _is_loopy(file: str) -> bool:
     return Path(file.rpartition(":")[0]).suffix == ".py"
 
 
 def _launches(args):
+    from kernelcast.frontends.files import read_regular_file
     from kernelcast.frontends.profiler import read_ncu_csv
 
     if _is_loopy(args.file):
@@ -76,13 +102,10 @@ def _launches(args):
         raise UsageError(f"{path}: advise reads Nsight Compute's raw page as CSV "
                          "(ncu --set full --page raw --csv ... > FILE.csv) or profiles a "
                          "Loopy kernel, FILE.py:FACTORY")
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        from kernelcast.frontends.files import describe_os_error
-
-        raise UsageError(f"{path}: {describe_os_error(err)}") from None
-    launches = read_ncu_csv(text, str(path))
+    data = read_regular_file(path, "CSV of Nsight Compute")  # a FIFO is refused, not read
+    if data is None:
+        raise UsageError(f"{path}: no such file or directory")
+    launches = read_ncu_csv(data.decode("utf-8", errors="replace"), str(path))
     if args.kernel:
         try:
             pattern = re.compile(args.kernel)
@@ -125,7 +148,9 @@ def _print(model, path, assessment, loopy) -> None:
            f"{sum(k.seconds for k in assessment.kernels) * 1e6:,.1f} µs on the GPU"
            + (f", span {assessment.span * 1e6:,.1f} µs" if assessment.values["HOSTSYNC"]
               is not None else " (no --span: HOSTSYNC not judged)"),
-           f"characterization: {model.provenance_['device']} ({path})", ""]
+           f"characterization: {model.provenance_['device']} ({path})",
+           *([f"note: device mismatch: {assessment.mismatch}"] if assessment.mismatch
+             else []), ""]
     table = [["criterion", "value", "potential speedup"], *rows(assessment)]
     widths = [max(len(r[i]) for r in table) for i in range(3)]
     for i, row in enumerate(table):
@@ -154,29 +179,33 @@ def _print(model, path, assessment, loopy) -> None:
 
 def advise(args) -> int:
     from kernelcast.models.criteria.advice import as_json, figure
-    from kernelcast.models.criteria.criteria import Application
+    from kernelcast.models.criteria.criteria import LONGEST_SECONDS, Application
 
-    if args.span is not None and not args.span > 0:
-        raise UsageError(f"--span {args.span}: the span must be a positive time in seconds")
+    if args.span is not None and not 0 < args.span <= LONGEST_SECONDS:
+        raise UsageError(f"--span {args.span}: the span must be a positive time in "
+                         "seconds, at most 2^64 ns (what a 64-bit nanosecond timer holds)")
+    figure_path = _figure_path(args.figure) if args.figure else None
     launches = _launches(args)
     model, path = _model(args, launches)
     try:
         name = args.file.rpartition(":")[2] if _is_loopy(args.file) else Path(args.file).stem
         application = Application(name, tuple(launches), span=args.span)
         assessment = model.assess(application)
+    except UsageError as err:  # a launch's metric out of range: name the file
+        raise UsageError(f"{args.file}: {err}") from None
     except ValueError as err:
         raise KernelcastError(str(err)) from None
     if args.span is not None and args.span < sum(k.seconds for k in assessment.kernels):
         print(f"kernelcast: warning: --span {args.span:g} s is shorter than the launches' "
               "own time; HOSTSYNC is capped at 1", file=sys.stderr)
-    if args.figure:
-        figure([(application.name, assessment)], Path(args.figure),
+    if figure_path:
+        figure([(application.name, assessment)], figure_path,
                title=f"{application.name} on {model.provenance_['device']}")
     loopy = args.loopy or _is_loopy(args.file)
-    if args.json:
-        print(json.dumps(as_json(assessment, loopy), indent=1))
+    if args.json:  # allow_nan=False: never print a NaN or an infinity as JSON
+        print(json.dumps(as_json(assessment, loopy), indent=1, allow_nan=False))
     else:
         _print(model, path, assessment, loopy)
-        if args.figure:
-            print(f"\nfigure: {args.figure}")
+        if figure_path:
+            print(f"\nfigure: {figure_path}")
     return 0

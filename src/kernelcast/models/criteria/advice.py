@@ -126,6 +126,7 @@ def as_json(assessment: Assessment, loopy: bool = False) -> dict:
     """The assessment, its launches and hints, as JSON-ready data."""
     return {
         "application": assessment.application, "span_s": assessment.span,
+        "device": assessment.device, "device_mismatch": assessment.mismatch or None,
         "potential_speedup": assessment.potential,
         "criteria": {n: {"value": assessment.values[n], "speedup": assessment.speedups[n]}
                      for n in CRITERIA},

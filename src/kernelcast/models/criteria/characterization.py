@@ -28,6 +28,7 @@ utilization_function.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +45,19 @@ class Characterization:
     def __post_init__(self):
         if len(self.x) != len(self.y) or len(self.x) < 2:
             raise ValueError(f"{self.name}: needs two or more samples, as many x as y")
+        if not all(math.isfinite(v) for v in self.x + self.y):
+            raise ValueError(f"{self.name}: the samples must be finite numbers")
         if any(b <= a for a, b in zip(self.x, self.x[1:])):
             raise ValueError(f"{self.name}: the ratios must ascend")
+        # x is a ratio of transactions or instructions, or a fraction of the warps
+        if not (0 < self.x[0] and self.x[-1] <= 1):
+            raise ValueError(f"{self.name}: the ratios x must lie in (0, 1], not "
+                             f"{self.x[0]:g} to {self.x[-1]:g}")
+        # y is a relative performance: a component doing no work at all is no sample
+        # (MEMTHR and ARITHTHR divide by F_DRAMThr and F_ARITHThr)
+        if min(self.y) <= 0:
+            raise ValueError(f"{self.name}: the values y must be positive, not "
+                             f"{min(self.y):g}")
 
     def __call__(self, ratio):
         from scipy.interpolate import PchipInterpolator
@@ -107,6 +119,27 @@ class DeviceCharacterization:
     latency_cycles: dict[str, float]
     arith_per_sm_cycle: float
 
+    def __post_init__(self):
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device must be the GPU's name, not {self.device!r}")
+        missing = set(FUNCTIONS) - set(self.functions)
+        if missing:
+            raise ValueError(f"the characterization lacks {sorted(missing)}")
+        # a dependent access takes at least a cycle; a million cycles (about half a
+        # millisecond) is a thousand times the DRAM latency of any GPU
+        if set(self.latency_cycles) != set(LEVELS):
+            raise ValueError(f"latency_cycles needs {', '.join(LEVELS)}, not "
+                             f"{', '.join(self.latency_cycles) or 'none'}")
+        for level, cycles in self.latency_cycles.items():
+            if not 1 <= cycles <= 1e6:
+                raise ValueError(f"latency_cycles.{level} is {cycles:g}, not 1 to 10^6 "
+                                 "cycles")
+        # an SM adds at least one float per cycle, and none has more than 1024 f32
+        # lanes (the H100 has 128)
+        if not 1 <= self.arith_per_sm_cycle <= 1024:
+            raise ValueError(f"arith_per_sm_cycle must be 1 to 1024 f32 adds per SM per "
+                             f"cycle, not {self.arith_per_sm_cycle:g}")
+
     def as_dict(self) -> dict:
         return {"device": self.device,
                 "functions": {n: f.as_dict() for n, f in self.functions.items()},
@@ -115,19 +148,47 @@ class DeviceCharacterization:
 
     @classmethod
     def from_dict(cls, state: dict) -> DeviceCharacterization:
-        functions = {name: Characterization(f["name"], tuple(float(v) for v in f["x"]),
-                                            tuple(float(v) for v in f["y"]))
-                     for name, f in state["functions"].items()}
-        missing = set(FUNCTIONS) - set(functions)
-        if missing:
-            raise ValueError(f"the characterization lacks {sorted(missing)}")
-        latency = {k: float(v) for k, v in state["latency_cycles"].items()}
-        if set(latency) != set(LEVELS) or not all(v > 0 for v in latency.values()):
-            raise ValueError(f"latency_cycles needs positive {', '.join(LEVELS)}")
-        arith = float(state["arith_per_sm_cycle"])
-        if not arith > 0:
-            raise ValueError("arith_per_sm_cycle must be positive")
-        return cls(str(state["device"]), functions, latency, arith)
+        """The characterization *state* (``as_dict``) describes; a ValueError naming the
+        first field that is missing, of the wrong type or out of its range."""
+        functions = {}
+        for name, f in _field(state, "functions", dict).items():
+            where = f"functions.{name}"
+            if _field(f, "name", str, where) != name:
+                raise ValueError(f"{where}.name is {f['name']!r}, not {name!r}")
+            functions[name] = Characterization(
+                name, *(tuple(_number(v, f"{where}.{k}")
+                              for v in _field(f, k, list, where)) for k in ("x", "y")))
+        latency = {k: _number(v, f"latency_cycles.{k}")
+                   for k, v in _field(state, "latency_cycles", dict).items()}
+        return cls(_field(state, "device", str), functions, latency,
+                   _number(state.get("arith_per_sm_cycle"), "arith_per_sm_cycle"))
+
+
+def _field(doc, key: str, kind: type, where: str = ""):
+    """*doc*[*key*], which must be a *kind*; a ValueError naming it otherwise."""
+    name = f"{where}.{key}" if where else key
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where or 'the characterization'} is "
+                         f"{type(doc).__name__}, not an object")
+    if key not in doc:
+        raise ValueError(f"{name} is missing")
+    if not isinstance(doc[key], kind):
+        should = {dict: "an object", list: "a list", str: "a string"}[kind]
+        raise ValueError(f"{name} is {type(doc[key]).__name__}, not {should}")
+    return doc[key]
+
+
+def _number(value, where: str) -> float:
+    """*value* as a float where it is a finite number (an integer too large for a float
+    is not); a ValueError naming *where* otherwise."""
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise ValueError(f"{where} is {repr(value)[:40]}, not a finite number")
 
 
 FUNCTIONS = ("F_SHMEM", "F_Divergence", "F_DRAMThr", "F_ARITHThr")

@@ -25,16 +25,23 @@ inverse of MEMTHR if the launch is memory-bound, of ARITHTHR if compute-bound): 
 left once every launch reaches the throughput the hardware allows and the gaps between
 launches are gone.
 
-Public names: CRITERIA, MEMTHR_SATURATED, KernelCriteria, Application, Assessment,
-kernel_criteria, assess.
+Every metric read is checked where it is read: a count, size or share of counts from 0
+(sizes from 1) to 2^64, a launch's time 1 ns or more; a launch outside them is a
+one-line UsageError, so no criterion or speedup is NaN, infinite or negative. Launches
+profiled on a GPU other than the characterization's raise a DeviceMismatchWarning.
+
+Public names: CRITERIA, MEMTHR_SATURATED, LONGEST_SECONDS, KernelCriteria, Application,
+Assessment, kernel_criteria, assess, check_saturation.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
+from kernelcast.errors import DeviceMismatchWarning, UsageError
 from kernelcast.frontends.profiler import Launch
 from kernelcast.models.criteria.characterization import DeviceCharacterization
 
@@ -50,22 +57,76 @@ _ARITH_PIPE = re.compile(r"^sm__inst_executed_pipe_(alu|fma|fmaheavy|fp64|xu|fma
 _OCCUPANCY_LIMITS = ("blocks", "registers", "shared_mem", "warps", "barriers")
 
 
+# ncu's counters are 64-bit, so no metric the criteria read (counts, sizes, and ratios
+# and percentages of counts) exceeds 2^64; products of a few stay far from overflow
+_MOST = 2.0 ** 64
+
+# ncu and CUDA events time with 64-bit nanosecond counters: no launch's time or span
+# measured with them exceeds 2^64 ns (about 584 years)
+LONGEST_SECONDS = 2.0 ** 64 * 1e-9
+
+# gpu__time_duration.sum's units: ncu writes ns in the raw page, named units elsewhere
+_TIME_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3,
+               "msecond": 1e-3, "s": 1.0, "second": 1.0}
+
+
 def _number(value) -> float | None:
-    """A metric's value as a float; None for text ("n/a") or NaN."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+    """A metric's value as a float; None where ncu printed no number ("n/a", nan)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return None
+    return value if math.isfinite(value) else None
 
 
-def _m(launch: Launch, name: str, default: float | None = None) -> float:
-    """Metric *name* of *launch*; missing, it is *default*, or a ValueError naming it."""
-    value = _number(launch.metrics.get(name))
+def _m(launch: Launch, name: str, default: float | None = None, least: float = 0.0) -> float:
+    """Metric *name* of *launch*, from *least* to 2^64 (none the criteria read is
+    negative); where ncu gives no number for it, *default*. Otherwise a UsageError
+    naming the launch, the metric and its value."""
+    raw = launch.metrics.get(name)
+    value = _number(raw)
+    where = f"the profile of {launch.kernel} (launch {launch.id})"
     if value is None:
         if default is not None:
             return default
-        raise ValueError(f"the profile of {launch.kernel} (launch {launch.id}) lacks the "
-                         f"metric {name}: profile with `ncu --set full --page raw --csv`")
+        raise UsageError(f"{where} " + (f"lacks the metric {name}" if raw is None else
+                                        f"has {repr(raw)[:40]} for {name}, not a number")
+                         + ": profile with `ncu --set full --page raw --csv`")
+    if not least <= value <= _MOST:
+        raise UsageError(f"{where} has {name} = {value:g}; it is a count, size or share "
+                         f"of counts, from {least:g} to 2^64")
     return value
+
+
+def _seconds(launch: Launch) -> float:
+    """ncu's duration of *launch* (gpu__time_duration.sum) in seconds, from 1 ns (ncu
+    times launches to the nanosecond: a launch that ran lasted one or more) to
+    LONGEST_SECONDS."""
+    name = "gpu__time_duration.sum"
+    unit = launch.units.get(name, "ns")
+    if unit not in _TIME_UNITS:
+        raise UsageError(f"the profile of {launch.kernel} (launch {launch.id}) gives "
+                         f"{name} in {unit!r}, not a unit of time ({', '.join(_TIME_UNITS)})")
+    seconds = _m(launch, name) * _TIME_UNITS[unit]
+    if not 1e-9 <= seconds <= LONGEST_SECONDS:
+        raise UsageError(f"the profile of {launch.kernel} (launch {launch.id}) gives "
+                         f"{name} = {seconds * 1e9:g} ns, not a time from 1 ns to 2^64 ns "
+                         "(a launch lasts at least ncu's nanosecond, at most what its "
+                         "64-bit timer holds)")
+    return seconds
+
+
+def check_saturation(value) -> float:
+    """*value* as the MEMTHR that counts as saturated: a number in (0, 1], as MEMTHR is
+    a fraction of the throughput the occupancy allows (0 would call every launch
+    saturated); a ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 < value <= 1:
+        raise ValueError(f"saturation {repr(value)[:40]} is not a MEMTHR in (0, 1] "
+                         f"(default {MEMTHR_SATURATED})")
+    return float(value)
 
 
 def _clip(value: float) -> float:
@@ -111,8 +172,9 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     MEMTHR that counts as 1."""
     F = device.functions
     if seconds is None:
-        seconds = _m(launch, "gpu__time_duration.sum") * 1e-9
-    warp = _m(launch, "device__attribute_warp_size", 32.0)
+        seconds = _seconds(launch)
+    # sizes: a launch has at least one thread per warp, one block of one thread, one SM
+    warp = _m(launch, "device__attribute_warp_size", 32.0, least=1)
     values: dict[str, float | None] = {"HOSTSYNC": None}
     speedups: dict[str, float] = {"HOSTSYNC": 1.0}
     facts: dict[str, float] = {}
@@ -121,7 +183,7 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     # stalls. ncu: smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, warps
     # in each state per issue cycle; "barrier" is the synchronization stall, "selected"
     # is the warp that issues (not a stall).
-    stalls = {m.group(1): _number(v) for k, v in launch.metrics.items()
+    stalls = {m.group(1): _m(launch, k) for k, v in launch.metrics.items()
               if (m := _STALL.match(k)) and _number(v) is not None}
     stalled = sum(v for r, v in stalls.items() if r != "selected")
     sync = stalls.get("barrier", 0.0)
@@ -149,12 +211,15 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     # ((BLOCKSIZE / 32) · #Blocks_per_SM). ncu: sm__warps_active.avg.per_cycle_active over
     # the block's warps (launch__block_size) times the blocks an SM holds: the least
     # launch__occupancy_limit_*, and no more than the grid gives each SM.
-    sms = _m(launch, "launch__sm_count", 0.0) \
-        or _m(launch, "device__attribute_multiprocessor_count")
-    limits = {k: _m(launch, f"launch__occupancy_limit_{k}") for k in _OCCUPANCY_LIMITS
-              if f"launch__occupancy_limit_{k}" in launch.metrics}
-    per_sm = min([*limits.values(), math.ceil(_m(launch, "launch__grid_size") / sms)])
-    block_warps = math.ceil(_m(launch, "launch__block_size") / warp)
+    sms = _m(launch, "launch__sm_count", 0.0, least=1) \
+        or _m(launch, "device__attribute_multiprocessor_count", least=1)
+    # a block that ran fits on an SM at least once under every limit
+    limits = {k: _m(launch, f"launch__occupancy_limit_{k}", least=1)
+              for k in _OCCUPANCY_LIMITS
+              if _number(launch.metrics.get(f"launch__occupancy_limit_{k}")) is not None}
+    per_sm = min([*limits.values(),
+                  math.ceil(_m(launch, "launch__grid_size", least=1) / sms)])
+    block_warps = math.ceil(_m(launch, "launch__block_size", least=1) / warp)
     values["LOADBALANCE_WARP"] = _clip(_m(launch, "sm__warps_active.avg.per_cycle_active")
                                        / (block_warps * per_sm))
     speedups["LOADBALANCE_WARP"] = _inverse(values["LOADBALANCE_WARP"])
@@ -228,7 +293,7 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     # --- ARITHTHR (§V): AchievedThroughput / (TheoreticalPeakThroughput × F_ARITHThr):
     # the busiest arithmetic pipe, sm__inst_executed_pipe_<pipe>.avg.pct_of_peak_sustained_
     # elapsed, over F_ARITHThr at the achieved fraction of warp slots.
-    pipes = [_number(v) for k, v in launch.metrics.items()
+    pipes = [_m(launch, k) for k, v in launch.metrics.items()
              if _ARITH_PIPE.match(k) and _number(v) is not None]
     ariththr = _clip(max(pipes, default=0.0) / 100 / F["F_ARITHThr"](achieved_warps))
     # memory- or compute-bound, as the profiler says: the larger of ncu's memory and SM
@@ -262,7 +327,7 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
                    / max(_m(launch, "sm__cycles_elapsed.avg"), 1.0))
     total = sum(cost.values())
     shares = {k: active * v / total if total else 0.0 for k, v in cost.items()}
-    shares["idle"] = 1.0 - sum(shares.values())
+    shares["idle"] = max(1.0 - sum(shares.values()), 0.0)  # not -1e-17 from rounding
 
     # L1_GRANULARITY^SP = 1/L1_GRANULARITY · L1%; the same for L2 and SHMEM (Amdahl)
     speedups["L1_GRANULARITY"] = _amdahl(shares["l1"], values["L1_GRANULARITY"])
@@ -290,6 +355,12 @@ class Application:
         if self.seconds is not None and len(self.seconds) != len(self.launches):
             raise ValueError(f"{self.name}: {len(self.seconds)} times for "
                              f"{len(self.launches)} launches")
+        for what, t in [*(("a launch's time", t) for t in self.seconds or ()),
+                        *((("the span", self.span),) if self.span is not None else ())]:
+            if isinstance(t, bool) or not isinstance(t, int | float) \
+                    or not 0 < t <= LONGEST_SECONDS:
+                raise ValueError(f"{self.name}: {what} is {repr(t)[:40]}, not a positive "
+                                 "time of at most 2^64 ns in seconds")
 
 
 @dataclass(frozen=True)
@@ -304,11 +375,34 @@ class Assessment:
     speedups: dict[str, float]
     potential: float
     span: float
+    device: str = ""  # the GPU whose characterization judged it
+    mismatch: str = ""  # where the launches name another GPU: which, in words
+
+
+def _mismatch(application: Application, device: str) -> str:
+    """The GPUs other than *device* that the launches of *application* were profiled on
+    (ncu's device__attribute_display_name), in words; "" if none."""
+    def key(name: str) -> str:
+        return " ".join(name.split()).casefold()
+
+    named = {x.metrics.get("device__attribute_display_name") for x in application.launches}
+    others = sorted(n for n in named
+                    if isinstance(n, str) and n.strip() and key(n) != key(device))
+    return (f"profiled on the {' and the '.join(others)}, judged with the characterization "
+            f"of the {device}") if others else ""
 
 
 def assess(application: Application, device: DeviceCharacterization,
            saturation: float = MEMTHR_SATURATED) -> Assessment:
-    """Judge *application* on the GPU *device* characterizes."""
+    """Judge *application* on the GPU *device* characterizes; a DeviceMismatchWarning
+    where its launches were profiled on another GPU (the criteria then weigh one GPU's
+    counters with another's functions and latencies)."""
+    saturation = check_saturation(saturation)
+    mismatch = _mismatch(application, device.device)
+    if mismatch:
+        warnings.warn(DeviceMismatchWarning(f"{application.name}: {mismatch}; its "
+                                            "criteria and speedups may be off"),
+                      stacklevel=2)
     times = application.seconds or (None,) * len(application.launches)
     kernels = tuple(kernel_criteria(launch, device, t, saturation)
                     for launch, t in zip(application.launches, times, strict=True))
@@ -327,4 +421,5 @@ def assess(application: Application, device: DeviceCharacterization,
         values["HOSTSYNC"] = _clip(busy / application.span)
         speedups["HOSTSYNC"] = 1.0 / max(values["HOSTSYNC"], 1e-9)
     potential = span / sum(k.seconds / k.potential for k in kernels)
-    return Assessment(application.name, kernels, values, speedups, potential, span)
+    return Assessment(application.name, kernels, values, speedups, potential, span,
+                      device.device, mismatch)
