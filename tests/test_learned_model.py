@@ -99,4 +99,5 @@ def test_a_profile_round_trips(tmp_path, data, fitted):
     path = save_profile(fitted, tmp_path / "learned.json")
     again = load_profile(path)
     assert again.name == "learned" and again.booster_ == fitted.booster_
+    assert again.ranges_ == fitted.ranges_
     assert np.array_equal(again.predict_dataset(data), fitted.predict_dataset(data))

@@ -9,7 +9,8 @@ Public names: KernelcastError, UsageError, NotALoopyKernelError, UnsupportedKern
 DtypeNotFixedError, ParameterError, DataDependentError, MissingDependencyError,
 KernelcastWarning, UncountedWarning, AssumedValueWarning, SolverWarning, HardwareGuessWarning,
 NotFittedError, StoreError, DeviceBusyError, KernelFileError, ProfileError,
-SequentialKernelWarning.
+SequentialKernelWarning, DamagedRowsWarning, ExtrapolationWarning,
+DeviceMismatchWarning.
 """
 
 from __future__ import annotations
@@ -99,3 +100,14 @@ class SequentialKernelWarning(KernelcastWarning):
 class DamagedRowsWarning(KernelcastWarning):
     """Rows of a measurement store failed their checks (checksum, times, JSON) and were
     left out; the message says how many and names the first cases."""
+
+
+class ExtrapolationWarning(KernelcastWarning):
+    """A prediction lies outside what its model was fitted on (a feature beyond the
+    training range, or a time that does not grow with the work); the message says which
+    and by how much."""
+
+
+class DeviceMismatchWarning(KernelcastWarning):
+    """Numbers of one device are applied to or compared with another device's (a
+    profile of one GPU judging another's profiler output); the message names both."""

@@ -21,18 +21,28 @@ deterministic (one thread, LightGBM's deterministic mode).
 byte times the bytes moved) and, feature by feature in order of effect, what multiplying
 by that feature's factor (e to its SHAP value) adds.
 
-Public names: LearnedModel, FEATURES, TREE_PARAMS, learned_features.
+A fit records each feature's training range (min, max over the fitted rows); a profile
+keeps it with the booster's sha256. ``predict`` warns (ExtrapolationWarning) when a
+feature lies outside its range, and when the same kernel with every size parameter
+multiplied (``GROWTH``) is predicted to take less time: the corpus measured each family
+at one size, so between the families' sizes the trees need not grow with the work. A
+profile's booster is read as kernelcast.models.learned.booster describes (checksum, then
+a separate process, then this one).
+
+Public names: LearnedModel, FEATURES, TREE_PARAMS, GROWTH, learned_features.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import ExtrapolationWarning, KernelcastError, ProfileError
 from kernelcast.metrics import geometric_mean, relative_errors
 from kernelcast.models.base import Model, as_properties, register
+from kernelcast.models.learned.booster import checksum, quiet_native, vet
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES
 
 FEATURES = (
@@ -53,6 +63,11 @@ TREE_PARAMS = {
     "feature_pre_filter": False,
 }
 ROUNDS = 300
+
+#: Multipliers of every size parameter at which ``predict`` checks that the time grows:
+#: 2 finds a step between neighbouring sizes; 256 one across the corpus's data volumes
+#: (2^17 to 2^29.6 bytes, one size per family), where the trees' size splits lie.
+GROWTH = (2, 256)
 
 _FLOPS = tuple(n for n in PROPERTY_NAMES if n.split("_")[0] in OP_KINDS)
 _SPECIAL = tuple(n for n in _FLOPS if n.split("_")[0] in ("div", "pow", "special"))
@@ -164,9 +179,12 @@ class LearnedModel(Model):
             raise KernelcastError(f"rounds must be a positive integer, not {self.rounds!r}")
         X, moved = self._matrix(dataset, int(dataset.identity.get("compute_units") or 1))
         y = np.log(dataset.seconds / moved)
-        train = lgb.Dataset(X, y, feature_name=list(FEATURES), free_raw_data=False)
-        booster = lgb.train(TREE_PARAMS, train, num_boost_round=self.rounds)
+        with quiet_native():
+            train = lgb.Dataset(X, y, feature_name=list(FEATURES), free_raw_data=False)
+            booster = lgb.train(TREE_PARAMS, train, num_boost_round=self.rounds)
         self.booster_ = booster.model_to_string()
+        self.ranges_ = {n: [float(X[:, i].min()), float(X[:, i].max())]
+                        for i, n in enumerate(FEATURES)}
         self._booster = booster
         self._set_fitted(dataset, {})
         errors = relative_errors(self.predict_dataset(dataset), dataset.seconds)
@@ -182,19 +200,84 @@ class LearnedModel(Model):
         import lightgbm as lgb
 
         if getattr(self, "_booster", None) is None:
-            self._booster = lgb.Booster(model_str=self.booster_)
+            vet(self.booster_, self._probe_rows())  # a no-op after restore's check
+            with quiet_native():
+                self._booster = lgb.Booster(model_str=self.booster_)
         return self._booster
+
+    def _raw(self, X: np.ndarray, **options) -> np.ndarray:
+        """The trees' values (or contributions) for the rows of *X*, LightGBM silenced."""
+        booster = self._model()
+        with quiet_native():
+            return booster.predict(X, num_threads=1, verbosity=-1, **options)
 
     def _log_parts(self, workload, params) -> tuple[float, np.ndarray]:
         self.check_fitted()
         x, moved = self._row(as_properties(workload), params, self._units())
-        contrib = self._model().predict(x[None, :], pred_contrib=True)[0]
-        return moved, contrib
+        return moved, self._raw(x[None, :], pred_contrib=True)[0]
 
     def seconds(self, workload, params: dict) -> float:
         self.check_fitted()
         x, moved = self._row(as_properties(workload), params, self._units())
-        return float(moved * math.exp(self._model().predict(x[None, :])[0]))
+        return float(moved * math.exp(self._raw(x[None, :])[0]))
+
+    def predict(self, workload, params: dict) -> float:
+        """Seconds, as ``Model.predict``; an ExtrapolationWarning where a feature lies
+        outside its training range or more work (every size parameter times a factor of
+        ``GROWTH``) is predicted to take less time. The larger sizes go through the trees
+        in the same call."""
+        self.check_fitted()
+        props, units = as_properties(workload), self._units()
+        x, moved = self._row(props, params, units)
+        rows, scales, larger = [x], [moved], []
+        for factor in GROWTH if params else ():
+            grown = {name: value * factor for name, value in params.items()}
+            try:
+                row, grown_moved = self._row(props, grown, units)
+            except KernelcastError:  # sizes the kernel's assumptions refuse: no check
+                continue
+            rows.append(row)
+            scales.append(grown_moved)
+            larger.append(factor)
+        times = [scale * math.exp(raw) for scale, raw in  # math.exp, as in ``seconds``
+                 zip(scales, self._raw(np.array(rows)), strict=True)]
+        seconds = self._checked(times[0], workload, params)
+        where = f"{getattr(props, 'kernel_name', None) or 'the kernel'} at {params}"
+        outside = self._outside(x)
+        if outside:
+            warnings.warn(f"the learned model extrapolates for {where}: "
+                          f"{'; '.join(outside)} (its trees carry the edge's value "
+                          "beyond it)", ExtrapolationWarning, stacklevel=2)
+        for factor, more in zip(larger, times[1:], strict=True):
+            if more < seconds:
+                from kernelcast.report import format_seconds
+
+                warnings.warn(f"the learned model predicts less time for more work: "
+                              f"{format_seconds(seconds)} for {where} but "
+                              f"{format_seconds(more)} with every size ×{factor}; it was "
+                              "fitted at one size per corpus family and does not follow "
+                              "this kernel across sizes", ExtrapolationWarning,
+                              stacklevel=2)
+                break
+        return seconds
+
+    def _outside(self, x: np.ndarray) -> list[str]:
+        """A phrase for each feature of *x* beyond its training range: its name, value
+        and range."""
+        out = []
+        for name, value in zip(FEATURES, x, strict=True):
+            lo, hi = self.ranges_[name]
+            if not lo <= value <= hi:
+                out.append(f"{name} {value:.4g} is outside its training range "
+                           f"{lo:.4g} … {hi:.4g}")
+        return out
+
+    def _probe_rows(self) -> list[list[float]]:
+        """Rows at the training ranges' low ends, high ends and middles, which a
+        separate process predicts before this one reads a profile's booster."""
+        lo = [self.ranges_[n][0] for n in FEATURES]
+        hi = [self.ranges_[n][1] for n in FEATURES]
+        return [lo, hi, [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]]
 
     def explain(self, workload, params: dict) -> dict[str, float]:
         moved, contrib = self._log_parts(workload, params)
@@ -211,18 +294,52 @@ class LearnedModel(Model):
     def predict_dataset(self, dataset) -> np.ndarray:
         self.check_fitted()
         X, moved = self._matrix(dataset, self._units())
-        return moved * np.exp(self._model().predict(X))
+        return moved * np.exp(self._raw(X))
 
     def fitted_state(self) -> dict:
         self.check_fitted()
-        return {"features": list(FEATURES), "booster": self.booster_}
+        return {"features": list(FEATURES), "booster": self.booster_,
+                "checksum": checksum(self.booster_), "ranges": self.ranges_}
 
     def restore(self, state: dict) -> None:
+        """The booster, its checksum and the features' training ranges from a profile;
+        a booster whose checksum does not match, or that LightGBM cannot read in a
+        separate process, is refused (ProfileError)."""
         booster, names = state.get("booster"), state.get("features")
         if not isinstance(booster, str) or not booster:
             raise KernelcastError("the profile has no booster")
         if names != list(FEATURES):
             raise KernelcastError("the profile's features are not this kernelcast's "
                                   "(refit it)")
+        if "checksum" not in state:
+            raise ProfileError("its booster has no checksum (state.checksum): written "
+                               "before checksums, or damaged; refit it")
+        try:
+            sound = state["checksum"] == checksum(booster)
+        except UnicodeEncodeError:  # lone surrogates from \ud800-style JSON escapes
+            sound = False
+        if not sound:
+            raise ProfileError("damaged: its booster's checksum does not match; refit or "
+                               "restore it")
+        self.ranges_ = _ranges(state.get("ranges"))
         self.booster_ = booster
         self._booster = None
+        vet(booster, self._probe_rows())
+
+
+def _ranges(ranges) -> dict[str, list[float]]:
+    """A profile's training ranges, checked: [low, high] finite numbers, low <= high,
+    for every feature."""
+    if not isinstance(ranges, dict) or set(ranges) != set(FEATURES):
+        raise ProfileError("state.ranges must give [low, high] of every feature "
+                           f"({', '.join(FEATURES)}); refit it")
+    out = {}
+    for name in FEATURES:
+        pair = ranges[name]
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool)
+                        and math.isfinite(v) for v in pair) and pair[0] <= pair[1]):
+            raise ProfileError(f"state.ranges.{name} is {pair!r}, not [low, high] with "
+                               "finite low <= high")
+        out[name] = [float(pair[0]), float(pair[1])]
+    return out
