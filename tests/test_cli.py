@@ -77,11 +77,14 @@ def test_version(capsys):
 
 
 def test_sizes_are_parsed_as_integers():
-    """2^53 + 1 survives (through a float it would become 2^53)."""
+    """2^53 + 1 survives (through a float it would become 2^53); 1e3 is a float's
+    notation, refused rather than rounded (tests/test_tune_reliability.py)."""
     from kernelcast.cli.args import sizes
+    from kernelcast.errors import UsageError
 
     assert sizes(["n=9007199254740993"]) == {"n": 2**53 + 1}
-    assert sizes(["n=1e3"]) == {"n": 1000}
+    with pytest.raises(UsageError, match="--param n: sizes must be integers"):
+        sizes(["n=1e3"])
 
 
 # {{{ issue 21: one-line errors, exit codes 0, 1 and 2 only
@@ -149,8 +152,7 @@ def kernel_files(tmp_path, monkeypatch):
     ("folder.py:make", ["folder.py is a directory"]),
     ("kernels.py:make:", ["expected FILE.py:FACTORY"]),
     ("kernels.py:nothere", ["kernels.py has no callable named 'nothere'"]),
-    ("kernels.py/inner.py:make", ["kernels.py/inner.py: a part of the path is not a "
-                                  "directory"]),
+    ("kernels.py/inner.py:make", ["kernels.py/inner.py: ", "kernels.py is not a directory"]),
 ])
 def test_kernel_files_that_fail_are_one_line(kernel_files, capsys, verb, extra, spec, parts):
     _one_error_line(capsys, main([verb, spec, *extra]), 2, *parts)
@@ -360,3 +362,23 @@ def test_a_broken_pipe_exits_0(monkeypatch):
     assert main(["properties", "x.py:f"]) == 0
 
 # }}}
+
+
+def test_a_warning_given_from_two_places_is_printed_once(capsys):
+    """predict and its breakdown both evaluate the model: its warning (no weight for a
+    property) comes twice, and is printed once."""
+    profile = ROOT / "data" / "profiles" / "nvidia-h100-80gb-hbm3-opencl-paper.json"
+    code = main(["predict", f"{EXAMPLES}:spmv_csr", "--param", "n=4096", "--stat",
+                 "rowlen=12.5", "--profile", str(profile)])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 0
+    assert len(lines) == len(set(lines)) == 1 and "has no weight for" in lines[0], lines
+
+
+def test_a_statistic_too_large_to_count_is_a_usage_error(capsys):
+    code = main(["properties", f"{EXAMPLES}:spmv_csr", "--param", "n=1000", "--stat",
+                 "rowlen=1e308"])
+    captured = capsys.readouterr()
+    assert code == 2 and "inf" not in captured.out
+    assert captured.err.startswith("kernelcast: error: add_f32 of kernel 'spmv_csr' is not "
+                                   "a finite count") and captured.err.count("\n") == 1

@@ -302,6 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "per_item; [unroll] (docs/cli.md; default: derived from the kernel)")
     p.add_argument("--measure-top", default="5", metavar="K",
                    help="measure the K best-predicted variants (default 5)")
+    p.add_argument("--max-variants", default=str(tune.MAX_VARIANTS), metavar="N",
+                   help="refuse a space of more than N variants, saying how long ranking "
+                        f"it would take (default {tune.MAX_VARIANTS}: a few minutes of "
+                        "ranking; docs/cli.md)")
     p.add_argument("--db", help="measurement store (default: "
                    "kernelcast-data/<device>-<backend>-tune.sqlite); a rerun measures "
                    "nothing twice")
@@ -353,23 +357,33 @@ def _one_line(text) -> str:
     return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings as one line each: "kernelcast: warning: ..."."""
+def _warning_printer():
+    """A ``warnings.showwarning`` that prints each warning as one line, "kernelcast:
+    warning: ...", and a line it printed once not again (the same warning given from
+    several places, as predict and explain both give a model's)."""
     from kernelcast.errors import KernelcastWarning
 
-    kind = "" if issubclass(category, KernelcastWarning) else f"{category.__name__}: "
-    print(f"kernelcast: warning: {kind}{_one_line(message)}", file=sys.stderr)
+    printed = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        kind = "" if issubclass(category, KernelcastWarning) else f"{category.__name__}: "
+        text = f"kernelcast: warning: {kind}{_one_line(message)}"
+        if text not in printed:
+            printed.add(text)
+            print(text, file=sys.stderr)
+
+    return show
 
 
 def _one_line_warnings():
     """Entered warnings.catch_warnings: Loopy's warnings ignored, the others shown as one
-    line each; ``__exit__`` restores what was before."""
+    line each, once; ``__exit__`` restores what was before."""
     from loopy.diagnostic import LoopyWarning
 
     saved = warnings.catch_warnings()
     saved.__enter__()
     warnings.filterwarnings("ignore", category=LoopyWarning)
-    warnings.showwarning = _show_warning
+    warnings.showwarning = _warning_printer()
     return saved
 
 

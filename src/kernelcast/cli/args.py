@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from kernelcast.errors import UsageError
 
 
 def pairs(items, convert, what) -> dict:
-    """{NAME: convert(VALUE)} from NAME=VALUE strings; *what* names the flag."""
+    """{NAME: convert(VALUE)} from NAME=VALUE strings; *what* names the flag. *convert*
+    raises ValueError for a value that is not a number, UsageError (which this prefixes
+    with the flag and name) for one of the wrong kind."""
     result = {}
     for item in items or ():
         name, sep, value = item.partition("=")
@@ -26,21 +29,36 @@ def pairs(items, convert, what) -> dict:
             raise UsageError(f"{what} {name} is given twice")
         try:
             result[name] = convert(value)
+        except UsageError as err:
+            raise UsageError(f"{what} {name}: {err}") from None
         except (ValueError, OverflowError):
-            raise UsageError(f"{what} {name}: not a number: {value}") from None
+            raise UsageError(f"{what} {name}: not a number: {_shown(value)}") from None
     return result
 
 
-def integer(text: str) -> int:
-    """An integer size, parsed as an integer (1e3 and 1000.0 are accepted as 1000)."""
+def _shown(text: str, width: int = 40) -> str:
+    """*text* stripped, cut to *width* characters: an error line quotes it."""
     text = text.strip()
-    try:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+# decimal digits, optionally grouped by single underscores as Python writes 1_000_000
+_INTEGER = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*")
+
+
+def integer(text: str) -> int:
+    """An integer written in decimal digits (``1000``, ``1_000``). A number written any
+    other way (``1e3``, ``1000.0``, ``0x10``, non-ASCII digits) is a UsageError: a size is
+    counted, never rounded from a float; text that is no number at all is a ValueError."""
+    text = text.strip()
+    if _INTEGER.fullmatch(text):
         return int(text)
+    try:
+        float(text)
     except ValueError:
-        value = float(text)
-    if not math.isfinite(value) or not value.is_integer():
-        raise UsageError(f"sizes must be integers, got {text}")
-    return int(value)
+        int(text, 0)  # 0x10, 0o17, 0b101: numbers, but not in decimal digits
+    raise UsageError(f"sizes must be integers in decimal digits (such as 1000 or 1_000), "
+                     f"got {_shown(text)}")
 
 
 def _statistic(text: str) -> float:

@@ -14,19 +14,73 @@ import json
 import sys
 import time
 
-from kernelcast.cli.args import sizes, statistics
+from kernelcast.cli.args import integer, sizes, statistics
 from kernelcast.cli.spread import cluster_args, cluster_context, device_count, spread_devices
 from kernelcast.errors import KernelcastError, UsageError
 
+#: Seconds to rank one variant from a cold cache in one process: 107.8 ms a variant,
+#: measured by benchmarks/ranking_speed.py over the 2,100 variants of the six tuning
+#: families, skipped ones included, on a 2-core machine (data/ranking-speed.json).
+RANK_SECONDS = 0.1078
+#: The default of --max-variants. The default space of a kernel with two parallel loops
+#: has 1,936 variants on a GPU (up to 1,024 work-items a group) and 2,704 on PoCL (4,096):
+#: at most about 5 min at RANK_SECONDS, and less in practice, as the 45% whose work-group
+#: is too large are skipped before counting. A matmul's default space (11,616 variants)
+#: would take up to 21 min, one of three parallel loops (46,656) up to 1.4 h: not work to
+#: start by accident.
+MAX_VARIANTS = 3000
+#: The workloads of the models that predict a Loopy kernel's variants (models.base).
+_TUNABLE = ("kernel", "variant")
 
-def _top(text) -> int:
+
+def _positive(text, flag: str) -> int:
     try:
-        value = int(str(text).strip())
-    except ValueError:
+        value = integer(str(text))
+    except (UsageError, ValueError):
         value = 0
     if value < 1:
-        raise UsageError(f"--measure-top {text}: expected a positive integer")
+        raise UsageError(f"{flag} {text}: expected a positive integer")
     return value
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _counted(space, limit: int, where: str) -> int:
+    """The variants of *space*; a UsageError where there are none, or more than *limit*
+    (the count, how long ranking them would take, and the flag that allows it)."""
+    count = len(space)
+    if count == 0:
+        raise UsageError(f"{where} has no variant: its restrictions exclude every one")
+    if count > limit:
+        raise UsageError(
+            f"{where} has {count:,} variants, more than --max-variants {limit:,}: ranking "
+            f"them would take about {_duration(count * RANK_SECONDS)} in one process "
+            f"({RANK_SECONDS * 1000:.0f} ms a variant from a cold cache, "
+            f"data/ranking-speed.json); narrow the space, or pass --max-variants {count} "
+            "to rank them all")
+    return count
+
+
+def _check_model(model, args) -> None:
+    """A UsageError where *model* does not predict Loopy kernels, the variants tune ranks
+    (a model of OpenCL source, code skeletons or profiled applications)."""
+    from kernelcast.models import model_names
+
+    if model.workload in _TUNABLE:
+        return
+    given = f"the profile {args.profile}" if args.profile else f"--model {args.model}"
+    names = [n for w in _TUNABLE for n in model_names(w)]
+    raise UsageError(f"{given} holds the {model.name} model (workload: {model.workload}), "
+                     "which does not predict Loopy kernels: tune ranks a Loopy kernel's "
+                     f"variants with {', '.join(names[:-1])} or {names[-1]}")
 
 
 def _device_for(model, device: str | None, backend: str):
@@ -62,19 +116,21 @@ def _check_instance(model, info, spread: bool) -> None:
 
 
 def _kernel(args):
-    """(build, knl, params, stats): the factory's kernel and its sizes, checked."""
-    from kernelcast.frontends.files import build_kernel, load_factory
+    """(build, knl, params, stats): the factory's kernel and its sizes, checked. The
+    factory runs in a worker process (a factory that ends its process is an error), once:
+    *build()* gives the kernel it made."""
     from kernelcast.measure.arrays import check_sizes, size_parameters
+    from kernelcast.measure.backends.isolated import load_kernel_isolated
+    from kernelcast.tune.space import check_work
 
     params = sizes(args.param)
     stats = statistics(args.stat)
-    factory = load_factory(args.kernel)
+    knl, name = load_kernel_isolated(args.kernel)
 
     def build():
-        return build_kernel(factory, args.kernel)
+        return knl
 
-    build.__name__ = getattr(factory, "__name__", "build")
-    knl = build()
+    build.__name__ = name
     needed = size_parameters(knl)
     kernel = knl.default_entrypoint
     known = set(needed) | set(kernel.all_params())
@@ -87,12 +143,13 @@ def _kernel(args):
         raise UsageError(f"{args.kernel} needs sizes for {', '.join(missing)}: "
                          f"--param {' '.join(f'{p}=SIZE' for p in missing)}")
     check_sizes(knl, params)
+    check_work(knl, params)
     return build, knl, params, stats
 
 
 class _RankProgress:
     """Follows the ranking (counting a variant's properties takes up to seconds): a line
-    on a terminal."""
+    on a terminal, with the time left at the pace so far."""
 
     def __init__(self, stream):
         self.stream, self.done, self.start = stream, 0, time.monotonic()
@@ -101,8 +158,10 @@ class _RankProgress:
         self.done = done
         if self.stream is not None:
             elapsed = time.monotonic() - self.start
-            print(f"\rranking: {done} of {total} variants counted, {elapsed:.0f}s", end="",
-                  file=self.stream, flush=True)
+            left = f", about {_duration(elapsed / done * (total - done))} left" \
+                if 0 < done < total else ""
+            print(f"\rranking: {done} of {total} variants counted, {elapsed:.0f}s{left}   ",
+                  end="", file=self.stream, flush=True)
 
     def finish(self):
         if self.stream is not None and self.done:
@@ -113,14 +172,18 @@ def tune(args) -> int:
     from kernelcast.cli.models import _model
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.campaign import job_label
+    from kernelcast.measure.lock import DeviceLock
     from kernelcast.measure.store import Store
     from kernelcast.properties import cached_properties
     from kernelcast.tune.distributed import workers_of
-    from kernelcast.tune.space import default_space, load_space
+    from kernelcast.tune.space import check_space, default_space, load_space
     from kernelcast.tune.tuner import tune as run
     from kernelcast.workflow import default_paths
 
-    top = _top(args.measure_top)
+    # every usage error comes before the device is touched; its lock is held only while
+    # the best variants are measured, not while the space is ranked
+    top = _positive(args.measure_top, "--measure-top")
+    limit = _positive(getattr(args, "max_variants", MAX_VARIANTS), "--max-variants")
     workers, scheduler, timeout = cluster_args(args)
     spread = getattr(args, "devices", None) is not None
     count = device_count(getattr(args, "devices", None))
@@ -131,46 +194,56 @@ def tune(args) -> int:
                          "takes a device of its own")
     if not args.profile and not args.model:
         raise UsageError("give --profile P.json or --model hong-kim --hardware NAME")
-    build, knl, params, stats = _kernel(args)  # bad input before the device is touched
-    space = load_space(args.space) if args.space else None
     model = _model(args)
+    _check_model(model, args)
+    space = load_space(args.space) if args.space else None
+    build, knl, params, stats = _kernel(args)
     family = job_label(build, knl)
     wait = getattr(args, "wait", 0.0)
     device = _device_for(model, args.device, args.backend)
-    backend = make_backend(args.backend, device, wait=wait, locked=not spread)
-    _check_instance(model, backend.device, spread)
-    devices = (spread_devices(backend.device, count)
-               if spread and scheduler is None else None)
     # counted once per kernel and statistics, across runs and by every worker of a host
     properties = functools.partial(cached_properties, data_statistics=stats or None)
-    with backend, cluster_context(workers, scheduler, timeout, devices) as client:
+    with make_backend(args.backend, device, wait=wait, locked=False) as backend:
         info = backend.device
+        _check_instance(model, info, spread)
         if space is None:
             space = default_space(knl, params, max_group_size=info.max_group_size)
+            where = f"the default space of {family}"
+        else:
+            where = f"the space {args.space}"
+        check_space(space, knl)
+        variants = _counted(space, limit, where)
+        devices = (spread_devices(info, count)
+                   if spread and scheduler is None else None)
+        # the lock is taken to measure (each worker of --devices takes its own device's)
+        lock = None if spread else functools.partial(DeviceLock, info, wait)
+        if lock is not None and not wait:  # busy now, and no wait asked: say so at once
+            lock().release()
         if args.db:
             db = args.db
         else:
             store_path, _ = default_paths(info.name, backend.name, "tune")
             db = store_path.with_name(f"{store_path.stem}-tune.sqlite")
             db.parent.mkdir(parents=True, exist_ok=True)
-        if client is None:
-            where = ""
-        elif devices:
-            where = (f" on {len(devices)} devices ({', '.join(d.instance for d in devices)}),"
-                     " a worker each")
-        elif scheduler is None:
-            where = f" on {workers} local worker processes"
-        else:
-            where = f" on the {workers_of(client)} workers of {scheduler}"
         counter = _RankProgress(sys.stderr if sys.stderr.isatty() else None)
-        with Store(db, backend.identity) as store:
-            print(f"tuning {family} on {info.name} ({backend.name}): {len(space)} variants "
-                  f"ranked by {model.name}, the best {top} measured into {db}{where}",
+        with cluster_context(workers, scheduler, timeout, devices) as client, \
+                Store(db, backend.identity) as store:
+            if client is None:
+                on = ""
+            elif devices:
+                on = (f" on {len(devices)} devices ({', '.join(d.instance for d in devices)}),"
+                      " a worker each")
+            elif scheduler is None:
+                on = f" on {workers} local worker processes"
+            else:
+                on = f" on the {workers_of(client)} workers of {scheduler}"
+            print(f"tuning {family} on {info.name} ({backend.name}): {variants} variants "
+                  f"ranked by {model.name}, the best {top} measured into {db}{on}",
                   file=sys.stderr, flush=True)
             try:
                 result = run(build, params, space, model, backend, store, family=family,
                              top=top, properties=properties, rank_progress=counter,
-                             client=client, wait=wait, per_device=spread)
+                             client=client, wait=wait, per_device=spread, lock=lock)
             finally:
                 counter.finish()
     doc = _document(args, family, params, info, backend, model, space, db, result, top)

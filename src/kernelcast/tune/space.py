@@ -82,8 +82,9 @@ reuse within a work-group (some axis does not index it, or it is read at several
 offsets, as a stencil reads). Tiles are not derived:
 tile a reduction loop and prefetch over it by hand (the ``matmul`` family does).
 
-Public names: Axis, Prefetch, Space, InvalidVariant, OFF, load_space, check_space,
-default_space, steps, apply, code, invalid, variant_key, pad_local_array.
+Public names: Axis, Prefetch, Space, InvalidVariant, OFF, MAX_DEPTH, load_space,
+check_space, check_work, default_space, steps, apply, code, invalid, variant_key,
+pad_local_array.
 """
 
 from __future__ import annotations
@@ -158,6 +159,13 @@ class Space:
         for p in self.prefetch:
             if not p.over:
                 raise UsageError(f"prefetch of {p.array}: over names no loop")
+        axes = {a.iname for a in self.axes}
+        for kind in ("unroll", "tile", "split"):
+            both = [n for n, _ in getattr(self, kind) if n in axes]
+            if both:
+                raise UsageError(f"[{kind}] names {', '.join(both)}, an axis of the space "
+                                 "(a parallel loop mapped to work-groups); unroll, tile and "
+                                 "split take the sequential loops")
         self._conditions  # noqa: B018 - compiled now, so a bad restriction fails here
 
     def _parameter_list(self) -> list[tuple[str, tuple]]:
@@ -183,8 +191,18 @@ class Space:
         return [(text, _restriction(text, names)) for text in self.restrict]
 
     def allows(self, variant: Mapping) -> bool:
-        """Whether *variant* meets every restriction of the space."""
-        return all(_evaluate(tree, variant) for _, tree in self._conditions)
+        """Whether *variant* meets every restriction of the space; a UsageError where a
+        restriction divides by zero (a variant it cannot judge is the restriction's
+        fault, not a reason to drop the variant silently)."""
+        for text, tree in self._conditions:
+            try:
+                if not _evaluate(tree, variant):
+                    return False
+            except ZeroDivisionError:
+                at = ", ".join(f"{k}={_text(v)}" for k, v in variant.items())
+                raise UsageError(f"restriction {_quoted(text)} divides by zero at {at}; "
+                                 "guard the division, as in x != 0 and y // x > 1") from None
+        return True
 
     def __len__(self) -> int:
         if not self.restrict:
@@ -210,45 +228,81 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
+#: How deeply a restriction may nest: a condition over a space's parameters needs a
+#: handful of levels, and evaluating each level takes Python frames (at most 1,000).
+MAX_DEPTH = 50
+
+
+def _quoted(text: str, width: int = 60) -> str:
+    """*text* as an error line quotes it: repr, cut to *width* characters."""
+    return repr(text if len(text) <= width else text[:width - 1] + "…")
+
+
 def _restriction(text: str, names: set[str]):
     """*text* parsed and checked: only parameter names, integer and boolean constants,
-    comparisons, and/or/not and integer arithmetic."""
+    comparisons, and/or/not, integer arithmetic and ``in`` a list of values, nested at
+    most MAX_DEPTH deep. Each problem is a UsageError that quotes *text*."""
     if not isinstance(text, str):
         raise UsageError(f"a restriction must be text, not {text!r}")
+    shown = _quoted(text)
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as err:
-        raise UsageError(f"restriction {text!r} is not an expression: {err.msg}") from None
-    for node in ast.walk(tree):
+        raise UsageError(f"restriction {shown} is not an expression: {err.msg}") from None
+    except (RecursionError, MemoryError):  # Python's parser gives up on deep nesting
+        raise UsageError(f"restriction {shown} nests more than {MAX_DEPTH} levels "
+                         "deep") from None
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise UsageError(f"restriction {shown} nests more than {MAX_DEPTH} levels deep")
+        stack += [(c, depth + isinstance(c, ast.expr)) for c in ast.iter_child_nodes(node)]
+    parts, lists = set(), set()  # ids of the names in KIND.NAME, of the lists after in
+    for node in ast.walk(tree):  # parents before their children
         if isinstance(node, ast.Attribute):
+            if not isinstance(node.value, ast.Name):
+                raise UsageError(f"restriction {shown}: {ast.unparse(node)} is not a "
+                                 "parameter name")
             name = _name(node)
             if name not in names:
-                raise UsageError(f"restriction {text!r} names {name}, not a parameter of "
+                raise UsageError(f"restriction {shown} names {name}, not a parameter of "
                                  f"the space ({', '.join(sorted(names))})")
+            parts.add(id(node.value))
+        elif isinstance(node, ast.Compare):
+            for i, (op, right) in enumerate(zip(node.ops, node.comparators, strict=True)):
+                if not isinstance(op, (ast.In, ast.NotIn)):
+                    continue
+                if not isinstance(right, (ast.Tuple, ast.List)) or i + 1 < len(node.ops):
+                    raise UsageError(f"restriction {shown}: in takes a list of values "
+                                     "written after it, such as in (16, 32)")
+                lists.add(id(right))
         elif isinstance(node, ast.Name):
-            if not any(node is getattr(a, "value", None) for a in ast.walk(tree)
-                       if isinstance(a, ast.Attribute)):
-                raise UsageError(f"restriction {text!r} names {node.id}; parameters are "
+            if id(node) not in parts:
+                raise UsageError(f"restriction {shown} names {node.id}; parameters are "
                                  "written KIND.NAME, such as tile.k")
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            if id(node) not in lists:
+                raise UsageError(f"restriction {shown}: a list of values only follows "
+                                 "in or not in")
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, int):
-                raise UsageError(f"restriction {text!r}: only integer and boolean "
+                raise UsageError(f"restriction {shown}: only integer and boolean "
                                  f"constants, not {node.value!r}")
         elif not isinstance(node, (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not,
-                                   ast.USub, ast.BinOp, ast.Compare, ast.Tuple, ast.List,
-                                   ast.Load, *_BINARY, *_COMPARE)):
-            raise UsageError(f"restriction {text!r}: {type(node).__name__} is not allowed "
+                                   ast.USub, ast.BinOp, ast.Load, *_BINARY, *_COMPARE)):
+            raise UsageError(f"restriction {shown}: {type(node).__name__} is not allowed "
                              "(comparisons, and/or/not, + - * // % and in)")
     return tree
 
 
 def _name(node: ast.Attribute) -> str:
-    if not isinstance(node.value, ast.Name):
-        raise UsageError(f"restriction: {ast.unparse(node)} is not a parameter name")
     return f"{node.value.id}.{node.attr}"
 
 
 def _evaluate(node, variant: Mapping):
+    """The value of a checked restriction for *variant*; ZeroDivisionError where it
+    divides by zero."""
     if isinstance(node, ast.Attribute):
         name = _name(node)
         kind = name.partition(".")[0]
@@ -394,6 +448,29 @@ def check_space(space: Space, knl) -> None:
     if unread:
         raise UsageError(f"the space prefetches {', '.join(unread)}, not an array that "
                          f"kernel {kernel.name!r} reads")
+
+
+def check_work(knl, params: Mapping[str, int]) -> None:
+    """A UsageError where *knl* does no work at the sizes *params* (every instruction
+    lies in a loop that runs no iteration, as at n=0): every variant would do nothing,
+    so there is nothing to rank or to measure."""
+    import loopy as lp
+
+    kernel = _entry(knl)
+    fixed = {k: int(v) for k, v in params.items() if k in kernel.all_params()}
+    if fixed:
+        kernel = lp.fix_parameters(kernel, **fixed)
+    if any(not kernel.get_inames_domain(insn.within_inames).is_empty()
+           for insn in kernel.instructions):
+        return
+    empty = sorted(n for n in kernel.all_inames() if kernel.get_inames_domain(n).is_empty())
+    if not empty:  # no instructions: nothing of the sizes' doing
+        return
+    loops = f"loop {empty[0]} runs" if len(empty) == 1 else f"loops {', '.join(empty)} run"
+    sizes = ", ".join(f"{k}={v}" for k, v in params.items())
+    raise UsageError(f"kernel {kernel.name!r} does no work at {sizes or 'these sizes'} "
+                     f"({loops} no iteration): no variant has anything to rank or measure; "
+                     "give sizes at which it runs")
 
 
 def _parallel_inames(kernel) -> list[str]:

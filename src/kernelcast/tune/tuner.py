@@ -21,12 +21,13 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import ExtrapolationWarning, KernelcastError
 from kernelcast.tune.space import (
     InvalidVariant,
     Space,
     apply,
     check_space,
+    check_work,
     invalid,
     variant_key,
 )
@@ -81,13 +82,14 @@ def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size:
     chunks complete)."""
     variants = list(space.variants())
     total = len(variants)
+    shared = {"knl": knl, "space": space, "model": model, "params": dict(params),
+              "limits": (max_group_size, local_mem_bytes)}
     if client is None:
         if properties is None:
             from kernelcast.properties import extract_properties as properties
-        outcomes = []
+        chunks = []
         for done, variant in enumerate(variants, 1):
-            outcomes.append(_rank_variant(knl, variant, space, model, params,
-                                          max_group_size, local_mem_bytes, properties))
+            chunks += _rank_chunk([variant], properties=properties, **shared)
             if progress is not None:
                 progress(done, total)
     else:
@@ -96,16 +98,21 @@ def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size:
         if properties is None:
             from kernelcast.properties import cached_properties as properties
         chunks = map_chunks(client, _rank_chunk, variants, chunk_size=chunk_size,
-                            progress=progress,
-                            shared={"knl": knl, "space": space, "model": model,
-                                    "params": dict(params),
-                                    "limits": (max_group_size, local_mem_bytes),
-                                    "properties": properties})
-        outcomes = []
-        for seconds, why, caught in chunks:
-            for category, text in caught:
+                            progress=progress, shared={**shared, "properties": properties})
+    outcomes, extrapolated = [], []
+    for variant, (seconds, why, caught) in zip(variants, chunks, strict=True):
+        outside = [text for category, text in caught
+                   if issubclass(category, ExtrapolationWarning)]
+        if outside:
+            extrapolated.append(f"{variant_key(variant)}: {outside[0]}")
+        for category, text in caught:
+            if not issubclass(category, ExtrapolationWarning):
                 warnings.warn(text, category, stacklevel=2)
-            outcomes.append((seconds, why))
+        outcomes.append((seconds, why))
+    if extrapolated:  # one line for the ranking, not one per variant
+        warnings.warn(f"{len(extrapolated)} of {total} variants are predicted outside what "
+                      f"the {model.name} model was fitted on, so their ranks are less sure; "
+                      f"the first: {extrapolated[0]}", ExtrapolationWarning, stacklevel=2)
     ranked, skipped = [], []
     for variant, (seconds, why) in zip(variants, outcomes, strict=True):
         key = variant_key(variant)
@@ -151,10 +158,15 @@ def _rank_chunk(variants, *, knl, space, model, params, limits, properties) -> l
 def tune(build: Callable, params: Mapping[str, int], space: Space, model, backend, store,
          *, family: str, top: int = 5, properties: Callable | None = None,
          progress=None, rank_progress: Callable[[int, int], None] | None = None,
-         client=None, wait: float = 0.0, per_device: bool = False) -> TuneResult:
+         client=None, wait: float = 0.0, per_device: bool = False,
+         lock: Callable[[], object] | None = None) -> TuneResult:
     """Rank *space*'s variants of the kernel *build()* makes, and measure the *top* best
     on *backend* into *store*; see the module docstring. *rank_progress(done, total)*
-    follows the ranking, *progress* the measuring campaign.
+    follows the ranking, *progress* the measuring campaign. *lock()*, where given, takes
+    the device's lock (kernelcast.measure.lock.DeviceLock) once the ranking is done, for
+    a *backend* that holds none (make_backend(..., locked=False)): it becomes
+    *backend*'s, released when *backend* is closed, so that ranking (minutes of counting
+    on this host's cores) keeps no other campaign off the device.
 
     With *client* (a Dask client) both are spread over its workers (``rank``,
     kernelcast.tune.distributed.measure): the workers get the kernel *build()* made here,
@@ -166,6 +178,7 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
     info = backend.device
     knl = build()
     check_space(space, knl)
+    check_work(knl, params)
     ranked, skipped = rank(knl, params, space, model,
                            max_group_size=info.max_group_size,
                            local_mem_bytes=info.local_mem_bytes, properties=properties,
@@ -179,6 +192,8 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
             make = functools.partial(apply, knl, r.variant, space)
         jobs.append(Job(name, name, make, dict(params)))
     options = {} if progress is None else {"progress": progress}
+    if lock is not None and jobs:
+        backend.lock = lock()
     if client is None:
         run_campaign(jobs, backend, store, verify=False, **options)
     else:

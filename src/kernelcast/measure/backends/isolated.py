@@ -16,12 +16,16 @@ The worker receives only plain objects (kernelcast.measure.launch), compiles eac
 once and keeps it. It ignores SIGINT (the campaign decides how to stop) and ends when its
 socket closes. Its stdout goes to stderr, so that it never mixes with a command's output.
 
-Public names: IsolatedBackend, WorkerCrashed.
+A kernel factory (FILE.py:FACTORY) runs in such a worker too (``load_kernel_isolated``):
+a factory that ends its process ends the worker, not the command.
+
+Public names: IsolatedBackend, WorkerCrashed, load_kernel_isolated.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -29,7 +33,12 @@ import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError, MissingDependencyError, UsageError
+from kernelcast.errors import (
+    KernelcastError,
+    KernelFileError,
+    MissingDependencyError,
+    UsageError,
+)
 from kernelcast.measure.backends.base import (
     CompileError,
     DeviceHolder,
@@ -39,7 +48,8 @@ from kernelcast.measure.backends.base import (
 
 # errors the worker sends back by name; anything else arrives as KernelcastError
 _ERRORS = {error.__name__: error for error in (CompileError, OutOfMemory, LaunchError,
-                                                MissingDependencyError, UsageError)}
+                                                MissingDependencyError, UsageError,
+                                                KernelFileError)}
 
 
 class WorkerCrashed(KernelcastError):
@@ -58,6 +68,75 @@ def _describe(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
+def _spawn() -> tuple[subprocess.Popen, Connection]:
+    """A new worker process and this side of its socket."""
+    ours, theirs = socket.socketpair()
+    package_root = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2, env=env)
+    finally:
+        theirs.close()
+    return process, Connection(ours.detach())
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an error in the worker, as text: the cause of the error raised
+    here, so that --debug shows where the user's code failed."""
+
+    def __str__(self):
+        return "\n" + self.args[0]
+
+
+def load_kernel_isolated(spec: str):
+    """(kernel, factory name): the Loopy kernel that the factory of ``FILE.py:FACTORY``
+    *spec* returns (kernelcast.frontends.files.load_kernel), made in a worker process.
+    The user's file and factory run there, so that one that ends its process (os._exit,
+    a crash) is a KernelFileError naming *spec*, not the silent end of the caller; their
+    errors and warnings are given again here. The kernel travels back pickled, as to Dask
+    workers, so it must not hold objects of classes defined in the user's file."""
+    import warnings
+
+    process, conn = _spawn()
+    reply = None
+    try:
+        conn.send(("kernel", spec))
+        reply = conn.recv()
+    except (EOFError, OSError):
+        raise KernelFileError(f"{spec}: the kernel factory ended the process "
+                              f"({_ended(process.wait())}) before returning a kernel"
+                              ) from None
+    finally:
+        conn.close()  # the worker ends when its socket closes
+        if reply is None and process.poll() is None:  # interrupted during the factory
+            process.kill()
+        process.wait()
+    if reply[0] != "ok":
+        raise _ERRORS.get(reply[1], KernelcastError)(reply[2])
+    data, name, caught, failure = reply[1]
+    for category, text in caught:
+        warnings.warn(text, category, stacklevel=2)
+    if failure is not None:
+        kind, text, trace = failure
+        raise _ERRORS.get(kind, KernelcastError)(text) from _RemoteTraceback(trace)
+    try:
+        return pickle.loads(data), name  # noqa: S301 - made by our own worker
+    except Exception as err:  # noqa: BLE001 - a class this process cannot import
+        raise KernelFileError(f"{spec} returned a kernel that cannot be sent from the "
+                              f"process that made it ({type(err).__name__}: {err}); "
+                              "define the classes of what it holds in a module Python "
+                              "can import, not in the kernel file") from None
+
+
+def _ended(returncode: int) -> str:
+    """How a worker that gave no answer ended, as the factory's author would write it."""
+    return f"os._exit({returncode})" if returncode >= 0 else \
+        _describe(returncode).removeprefix("was ")
+
+
 class IsolatedBackend(DeviceHolder):
     """The backend *name* ("opencl" or "cuda") on *device* (a DeviceInfo), in a worker
     process; the same compile, run_once and time_case as an in-process Backend."""
@@ -71,18 +150,7 @@ class IsolatedBackend(DeviceHolder):
     # {{{ the worker's life
 
     def _start(self):
-        ours, theirs = socket.socketpair()
-        package_root = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH")) if p)
-        try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2, env=env)
-        finally:
-            theirs.close()
-        self._conn = Connection(ours.detach())
+        self._process, self._conn = _spawn()
         try:
             self._request("start", self.name, self.device, self.build_options)
         except WorkerCrashed:
@@ -161,6 +229,38 @@ class IsolatedBackend(DeviceHolder):
 
 # {{{ the worker process
 
+def _make_kernel(spec: str) -> tuple:
+    """For load_kernel_isolated: (the kernel pickled or None, the factory's name, the
+    warnings given, None or the failure as (error class name, message, traceback)). A
+    warning is (category, text); a category the caller may not import (one of the user's
+    file) becomes UserWarning naming it."""
+    import traceback
+    import warnings
+
+    from kernelcast.frontends.files import build_kernel, load_factory
+
+    data = name = failure = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            factory = load_factory(spec)
+            name = getattr(factory, "__name__", None) or spec.rpartition(":")[2]
+            knl = build_kernel(factory, spec)
+        except KernelcastError as err:  # the user's code raised: its traceback too
+            failure = (type(err).__name__, str(err),
+                       "".join(traceback.format_exception(err.__cause__ or err)))
+    if failure is None:
+        try:
+            data = pickle.dumps(knl)
+        except Exception as err:  # noqa: BLE001 - whatever the factory's kernel holds
+            failure = ("KernelFileError", f"{spec} returned a kernel that cannot be sent "
+                       f"from the process that made it ({type(err).__name__}: {err})", "")
+    given = [(w.category, str(w.message))
+             if w.category.__module__.split(".")[0] in ("builtins", "kernelcast", "loopy")
+             else (UserWarning, f"{w.category.__name__}: {w.message}") for w in caught]
+    return data, name, given, failure
+
+
 def _serve(conn: Connection) -> None:
     from kernelcast.measure.backends.cuda import CudaBackend
     from kernelcast.measure.backends.opencl import OpenCLBackend
@@ -184,6 +284,8 @@ def _serve(conn: Connection) -> None:
                 name, device, options = args
                 backend = (CudaBackend if name == "cuda" else OpenCLBackend)(device, options)
                 result = None
+            elif verb == "kernel":
+                result = _make_kernel(args[0])
             elif verb == "compile":
                 ensure(args[0])
                 result = None
