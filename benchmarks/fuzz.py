@@ -1,19 +1,23 @@
 """The command-line fuzz of tests/test_fuzz.py, larger: how often kernelcast lies.
 
-Seeded random invocations of every verb (tests/fuzzing.py generates them: malformed sizes
-and statistics, bad paths, kernel files that fail in every way, damaged profiles,
-hardware, registers files and stores), each run in-process and judged: exit status 0, 1
-or 2, no traceback, a failure ends in exactly one "kernelcast: error:" line, data/ left
-as it was. Prints the invocations per verb and outcome and every finding (the argv and
-the last line of its traceback; "known" ones are in code being fixed elsewhere, see
-KNOWN_ELSEWHERE), and writes a JSON summary with the date, the machine and the git
-commit. Exits 1 if any invocation failed or data/ changed.
+Seeded random invocations of every verb (tests/fuzzing.py and its fuzz_* modules generate
+them: malformed sizes and statistics, bad and non-regular paths, kernel files that fail
+in every way, and every input kind damaged: profiles of every model, hardware, registers
+and hints files, stores, code skeletons, OpenCL C source, Nsight Compute CSVs, search
+spaces), each run in a forked child and judged: exit status 0, 1 or 2, no death by a
+signal, no hang, no traceback, a failure ends in exactly one "kernelcast: error:" line, no
+warning printed twice, no NaN, infinity or negative time in the output, every input file
+and data/ left as they were. Prints the invocations per verb and outcome, the findings
+per check, and every distinct finding (its argv, the checks it failed, the innermost
+kernelcast frame and the last line of its traceback; "known" ones are in code being fixed
+elsewhere, see KNOWN_ELSEWHERE), and writes a JSON summary with the date, the machine and
+the git commit. Exits 1 if any invocation failed or data/ changed.
 
-    .venv/bin/python benchmarks/fuzz.py [OUT.json] [--invocations 5000] [--seconds 900]
-        [--seed 21] [--real-measures 3]
+    .venv/bin/python benchmarks/fuzz.py [OUT.json] [--invocations 5000] [--seconds 1800]
+        [--seed 21] [--real-measures 6] [--timeout 120]
 
 OUT.json defaults to data/reliability/fuzz.json. Nothing is measured for real except
---real-measures single kernels on this machine's device.
+--real-measures single kernels or tunes of a few variants on this machine's device.
 """
 
 from __future__ import annotations
@@ -23,16 +27,16 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fuzzing import KNOWN_ELSEWHERE, VERBS, Budget, fuzz  # noqa: E402
+from fuzzing import CHECKS, KNOWN_ELSEWHERE, VERBS, Budget, fuzz  # noqa: E402
 
 OUTCOMES = ("ok", "help", "usage", "error 1", "error 2", "known", "failure")
 
@@ -58,12 +62,25 @@ def _table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _checks(finding: dict) -> tuple[str, ...]:
+    return tuple(sorted({p.split(":")[0] for p in finding["problems"]}))
+
+
+def _signature(problem: str) -> str:
+    """A problem without its paths, numbers and lists: what it says of any input."""
+    problem = re.sub(r"/\S+", "PATH", re.sub(r"\([^)]*\)|\[[^]]*\]", "(...)", problem))
+    return re.sub(r"\d+", "N", problem)[:120]
+
+
 def _distinct(findings: list[dict]) -> list[dict]:
-    """One finding per (outcome, innermost kernelcast frame, exception type), counted."""
+    """One finding per (outcome, checks failed, innermost kernelcast frame, exception
+    type), counted; where there is no traceback (a lie in the output of a command that
+    succeeded), per verb and what its first problem says instead of the frame."""
     groups: dict[tuple, dict] = {}
     for f in findings:
         kind = f["traceback_tail"].split(":")[0]
-        key = (f["outcome"], f["innermost_frame"], kind)
+        where = f["innermost_frame"] or (f["verb"], _signature(f["problems"][0]))
+        key = (f["outcome"], _checks(f), where, kind)
         if key not in groups:
             groups[key] = {**f, "count": 0}
         groups[key]["count"] += 1
@@ -77,25 +94,33 @@ def main(argv=None) -> int:
                         help="the JSON summary to write (default: data/reliability/fuzz.json)")
     parser.add_argument("--invocations", type=int, default=5000,
                         help="invocations to run at most (default 5000)")
-    parser.add_argument("--seconds", type=float, default=900.0,
-                        help="stop generating after this many seconds (default 900)")
+    parser.add_argument("--seconds", type=float, default=1800.0,
+                        help="stop generating after this many seconds (default 1800)")
     parser.add_argument("--seed", type=int, default=21, help="the generator's seed")
-    parser.add_argument("--real-measures", type=int, default=3,
-                        help="single kernels measured for real on this machine's device")
+    parser.add_argument("--real-measures", type=int, default=6,
+                        help="single kernels measured, or small spaces tuned, for real on "
+                             "this machine's device (default 6)")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds after which an invocation is killed as hung "
+                             "(default 120)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     budget = Budget(fits=60, evaluations=60, reports=12, real_measures=args.real_measures,
-                    devices=40)
+                    devices=40, searches=20, figures=12)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="kernelcast-fuzz-") as scratch:
         summary = fuzz(Path(scratch) / "workspace", seed=args.seed,
                        invocations=args.invocations, seconds=args.seconds, budget=budget,
-                       progress=sys.stderr)
+                       timeout=args.timeout, progress=sys.stderr)
     print(_table(summary))
+    print("\nfailed invocations per check: " + (", ".join(
+        f"{c} {summary['by_check'][c]}" for c in CHECKS if c in summary["by_check"]) or
+        "none"))
     distinct = _distinct(summary["findings"])
     for f in distinct:
-        print(f"\n{f['outcome']} x{f['count']} ({f['owner'] or 'not known elsewhere'}):\n"
-              f"  argv: {' '.join(f['argv'])}\n  {f['innermost_frame']}\n"
+        print(f"\n{f['outcome']} x{f['count']} ({f['owner'] or 'not known elsewhere'}): "
+              f"{', '.join(_checks(f))}\n  argv: {' '.join(f['argv'])[:600]}\n"
+              f"  {f['problems'][0][:300]}\n  {f['innermost_frame']}\n"
               f"  {f['traceback_tail'] or f['stderr_tail']}")
     if summary["data_changed"]:
         print(f"\ndata/ changed: {summary['data_changed']}")

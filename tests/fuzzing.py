@@ -1,42 +1,63 @@
 """Fuzzing kernelcast's command line: seeded random invocations of every verb with
-malformed sizes and statistics, bad paths, kernel files that fail in every way, damaged
-profiles, hardware and registers files, and damaged measurement stores.
+malformed sizes and statistics, bad and non-regular paths (a FIFO, a character device),
+and every input kind damaged: profiles of every model (paper, extended, Hong–Kim,
+learned, Pöppl–Herz, criteria), hardware and registers files and measurement stores
+(here); kernel files (fuzz_loopy), GROPHECY code skeletons and hints (fuzz_skeletons),
+OpenCL C source (fuzz_opencl), Nsight Compute CSVs (fuzz_ncu) and search spaces
+(fuzz_tune). Damage is structural (a field of another type, deleted, renamed), numeric
+extremes (1e308, 5e-324, -1, 0, NaN, Infinity, a string where a number is), nesting
+thousands deep, and bytes (truncated, flipped, random, a byte-order mark).
 
-Each invocation runs in-process (``kernelcast.cli.main`` with stdout and stderr captured)
-inside a scratch folder (``Workspace``) that holds every input, and is judged by
-``judge``: the exit status is 0, 1 or 2; stderr holds no traceback; a failure ends in
-exactly one line "kernelcast: error: ..." (or argparse's usage and error line) and no
-other error line; nothing under data/ changes (``data_snapshot``). An internal error or
-an exception that escapes ``main`` is a finding; findings whose cause lies in code being
-fixed elsewhere are listed in KNOWN_ELSEWHERE and counted apart.
+Each invocation runs in a forked child and is judged (fuzz_run: ``run``, ``judge``):
+exit status 0, 1 or 2; no death by a signal, no hang; no traceback, no internal error;
+a failure ends in exactly one "kernelcast: error: ..." line; no warning printed twice; no
+NaN, infinity or negative time in the output; every input file left as it was; and
+(``fuzz``) nothing under data/ changed. Findings whose cause lies in code being fixed
+elsewhere are listed in KNOWN_ELSEWHERE and counted apart.
 
-Nothing is measured for real except at most ``Budget.real_measures`` single kernels:
-``measure``, ``calibrate`` and ``demo`` get a device name no device has (or an input that
-is refused before the device is touched), and ``evaluate`` always gets ``--no-measure``.
+Costly invocations are budgeted (``Budget``): real fits, evaluations and reports, full
+GROPHECY searches, advise's figures, and real measurements on this machine's device
+(``measure`` of one kernel, ``tune`` of a space of a few variants); otherwise ``measure``,
+``calibrate``, ``demo`` and ``tune`` get a device name no device has, and ``evaluate``
+always gets ``--no-measure``.
 
 tests/test_fuzz.py runs a bounded fuzz; benchmarks/fuzz.py a larger one with a summary.
 
-Public names: Workspace, Budget, Result, generate, run, judge, fuzz, data_snapshot,
-KNOWN_ELSEWHERE, VERBS.
+Public names: Workspace, Budget, Result, generate, run, judge, fuzz, warm, data_snapshot,
+KNOWN_ELSEWHERE, VERBS, CHECKS.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
-import io
 import json
 import os
 import random
 import re
 import shutil
 import sqlite3
+import stat
 import time
-import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import fuzz_ncu
+import fuzz_opencl
+import fuzz_skeletons
+import fuzz_tune
+from fuzz_loopy import BROKEN_FILES, FACTORIES, KERNELS, SIZES_BAD, SIZES_GOOD, STATS
+from fuzz_run import (  # noqa: F401 - public names of the fuzz
+    CHECKS,
+    KNOWN_ELSEWHERE,
+    Result,
+    judge,
+    opened_drivers,
+    run,
+    warm,
+)
+from mutations import edit_characters
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -44,138 +65,42 @@ EXAMPLES = ROOT / "examples" / "kernels.py"
 PROFILES = sorted((DATA / "profiles").glob("*.json"))
 SOURCE_STORE = DATA / "h100" / "opencl.sqlite"
 REGISTERS = DATA / "h100" / "registers.json"
-HARDWARE = ROOT / "src" / "kernelcast" / "hardware" / "h100.json"
+HARDWARE = sorted((ROOT / "src" / "kernelcast" / "hardware").glob("*.json"))
 VERBS = ("properties", "suites", "devices", "measure", "calibrate", "fit", "predict",
-         "evaluate", "report", "demo")
-
-# Findings caused by code that is being fixed elsewhere (not in the CLI, profiles or
-# kernel files): (regular expression on the innermost kernelcast frame of the finding's
-# traceback, as `kernelcast --debug` prints it; owner). Each is counted as "known", not
-# as a failure; remove an entry once the fix is in.
-KNOWN_ELSEWHERE: list[tuple[str, str]] = []
+         "evaluate", "report", "demo", "project", "tune", "advise")
 
 NO_DEVICE = ("zz-no-such-device", "NVIDIA GeForce 256 zz", "zz-", "Radeon 9700 zz")
+
+# Values put where a number was: the largest and smallest doubles, the smallest
+# subnormal, a negative, zero, the non-finite ones, an integer no double holds, strings.
+EXTREMES = (1e308, -1e308, 5e-324, -1, 0, float("nan"), float("inf"), float("-inf"),
+            10**400, "1e-9", "x")
+TEXT_EXTREMES = ("0", "-1", "1e308", "5e-324", "nan", "inf", "-inf", "x",
+                 "99999999999999999999", "9" * 5000)
+_NUMBER_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+SPECIAL_SUFFIXES = ("", ".json", ".sqlite", ".py", ".cl", ".csv", ".toml", ".sk", ".png")
 
 
 # {{{ inputs
 
-KERNELS = '''"""Kernel factories for the fuzz: good ones and ones that fail in every way."""
-import sys
-
-import loopy as lp
-import numpy as np
-
-
-def scale():
-    knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 2*a[i]", lang_version=(2018, 2),
-                         assumptions="n >= 1")
-    knl = lp.add_dtypes(knl, {"a": np.float32})
-    return lp.split_iname(knl, "i", 128, outer_tag="g.0", inner_tag="l.0")
-
-
-def loop_kernel():
-    return scale().default_entrypoint
-
-
-def sequential():
-    knl = lp.make_kernel("{[i, j]: 0<=i<n and 0<=j<m}", "out[i] = sum(j, a[i, j])",
-                         lang_version=(2018, 2), assumptions="n >= 1 and m >= 1")
-    return lp.add_dtypes(knl, {"a": np.float32})
-
-
-def untyped():
-    knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 2*a[i]", lang_version=(2018, 2))
-    return lp.split_iname(knl, "i", 32, outer_tag="g.0", inner_tag="l.0")
-
-
-def divides():
-    return 1 / 0
-
-
-def needs(n, m=3):
-    return n
-
-
-def keyword_only(*, n):
-    return n
-
-
-def variadic(*args, **kwargs):
-    return scale()
-
-
-def number():
-    return 42
-
-
-def nothing():
-    return None
-
-
-def source():
-    return "out[i] = 2*a[i]"
-
-
-def exits():
-    sys.exit(3)
-
-
-def recurses():
-    return recurses()
-
-
-def import_error():
-    import no_such_module_for_the_fuzz  # noqa: F401
-
-
-class Factory:
-    def __call__(self):
-        return scale()
-
-
-instance = Factory()
-not_callable = 5
-'''
-
-FACTORIES = ("scale", "loop_kernel", "sequential", "untyped", "divides", "needs",
-             "keyword_only", "variadic", "number", "nothing", "source", "exits", "recurses",
-             "import_error", "instance", "Factory", "not_callable", "missing", "")
-
-BROKEN_FILES = {
-    "import_error.py": b"import no_such_module_for_the_fuzz\n",
-    "raises.py": b"raise ValueError('at import')\n",
-    "exits.py": b"import sys\nsys.exit(4)\n",
-    "syntax.py": b"def scale(:\n    pass\n",
-    "indent.py": b"def scale():\nreturn 1\n",
-    "latin1.py": b"# caf\xe9\nx = '\xe9'\ndef scale():\n    return x\n",
-    "empty.py": b"",
-    "binary.py": bytes(range(256)),
-    "notpython.txt": KERNELS.encode(),
-    "kernels": KERNELS.encode(),
-}
-
 JSON_VALUES = (None, True, False, 0, -1, 1, 2**31, 10**30, 1e308, -1e-300, 0.5, "", "x",
                "s", "1e-9", "paper", [], [1, 2], ["a"], {}, {"value": 1e-9}, {"a": [None]})
-
-SIZES_GOOD = ("n=1000", "n=4096", "n=1", "n=128")
-SIZES_BAD = ("n=0", "n=-1", f"n={2**31}", f"n={2**63}", "n=1e99", "n=1e999", "n=x", "n=",
-             "=5", "n", "n=1.5", "n=nan", "n=inf", "n=-inf", "n=0x10", "n==5", "n=5=6",
-             f"n={10**30}", "n=" + "9" * 5000, "n=\u0663", " n = 7 ", "m=3", "n=1e3",
-             "n=-0", "N=10", "n=10 ", "n=1_000", "", "=", "==", "n=\x7f")
-STATS = ("rowlen=12.5", "rowlen=0", "rowlen=-1", "rowlen=x", "rowlen", "=3", "rowlen=",
-         "rowlen=nan", "rowlen=inf", "rowlen=1e308", "foo=1", "rowlen=1", "insn=0.5")
 
 
 @dataclass
 class Budget:
     """How many invocations of each costly kind may run: successful fits, evaluations
-    and reports take a fraction of a second to seconds; a real measurement seconds."""
+    and reports take a fraction of a second to seconds, a full GROPHECY search and an
+    advise figure about a second, a real measurement (one kernel, or a tune of a few
+    variants) seconds."""
 
     fits: int = 6
     evaluations: int = 6
     reports: int = 2
-    real_measures: int = 1
+    real_measures: int = 3
     devices: int = 12
+    searches: int = 2
+    figures: int = 2
     used: Counter = field(default_factory=Counter)
 
     def take(self, kind: str) -> bool:
@@ -216,9 +141,28 @@ def _small_store(path: Path) -> Path:
     return path
 
 
+def _leaves(node, path=()):
+    """(path, value) of every leaf of a JSON document."""
+    items = node.items() if isinstance(node, dict) else (
+        enumerate(node) if isinstance(node, list) else None)
+    if items is None:
+        yield path, node
+        return
+    for key, value in items:
+        yield from _leaves(value, (*path, key))
+
+
+def _set(doc, path, value):
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
 class Workspace:
     """A scratch folder with every input the fuzz hands to kernelcast, and fresh files
-    (damaged copies, new output paths) on demand."""
+    (damaged copies, new output paths) on demand. Inputs that take long to make (the
+    Pöppl–Herz profile, the ncu CSVs) are made on first use."""
 
     def __init__(self, root: Path, rng: random.Random):
         self.root = Path(root)
@@ -230,36 +174,74 @@ class Workspace:
             (self.root / name).write_bytes(content)
         (self.root / "folder.py").mkdir(exist_ok=True)
         (self.root / "folder").mkdir(exist_ok=True)
+        (self.root / "cache").mkdir(exist_ok=True)
         (self.root / "a file").write_text("not a folder\n")
         (self.root / "zero").write_bytes(b"")
         (self.root / "garbage.bin").write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
+        self.devices = os.geteuid() == 0  # a character device needs root to make
+        for suffix in SPECIAL_SUFFIXES:
+            if not (self.root / f"pipe{suffix}").exists():
+                os.mkfifo(self.root / f"pipe{suffix}")
+            if self.devices and not (self.root / f"null{suffix}").exists():
+                os.mknod(self.root / f"null{suffix}", stat.S_IFCHR | 0o644, os.makedev(1, 3))
         self.store_bytes = _small_store(self.root / "small.sqlite").read_bytes()
-        self.profiles = {}  # model -> valid profile of the small store, in the workspace
+        self.profiles = {}  # model -> a valid profile's document, in the workspace
         for path in PROFILES:
             doc = json.loads(path.read_text())
             if "opencl" in path.name and "h100" in path.name:
-                doc["store"] = "small.sqlite"
-                self.profiles[doc["model"]] = doc
-                (self.root / f"{doc['model']}.json").write_text(json.dumps(doc, indent=1))
-        self.hardware = json.loads(HARDWARE.read_text())
-        (self.root / "h100.json").write_text(json.dumps(self.hardware))
+                doc["store"] = "small.sqlite"  # fitted from it (near enough)
+            elif not ("h100" in path.name and doc["model"] in ("learned", "criteria")):
+                continue
+            self.profiles[doc["model"]] = doc
+            (self.root / f"{doc['model']}.json").write_text(json.dumps(doc, indent=1))
+        self.profiles["poppl-herz"] = None  # fitted on first use
+        self.hardware = {p.stem: json.loads(p.read_text()) for p in HARDWARE}
+        for name, doc in self.hardware.items():
+            (self.root / f"{name}.json").write_text(json.dumps(doc))
         self.registers = json.loads(REGISTERS.read_text())
         (self.root / "registers.json").write_text(json.dumps(self.registers))
+        for kind in (fuzz_skeletons, fuzz_opencl, fuzz_ncu, fuzz_tune):
+            kind.prepare(self)
 
     def fresh(self, suffix: str = "") -> Path:
         self.count += 1
         return self.root / f"f{self.count}{suffix}"
 
     def choice(self, items):
+        items = list(items) if isinstance(items, (set, dict)) else items
         return items[self.rng.randrange(len(items))]
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
+    def no_device(self) -> str:
+        return self.choice(NO_DEVICE)
+
+    def fault(self, *parts: str):
+        """Which one of *parts* an invocation gets wrong, or None (a third of the time
+        with two parts, less with more): every other part is valid, so that the damage
+        reaches the code that reads it."""
+        return self.choice((None, None, *parts))
+
+    def good_kernel(self) -> tuple[str, list[str], list[str]]:
+        """(FILE.py:FACTORY, its sizes, its statistics) of a kernel that predicts."""
+        return self.choice((
+            (f"{EXAMPLES}:scale", [self.choice(SIZES_GOOD)], []),
+            (f"{EXAMPLES}:transpose_naive", ["n=512"], []),
+            (f"{EXAMPLES}:spmv_csr", ["n=4096"], ["rowlen=12.5"]),
+            (f"{self.root}/kernels.py:scale", [self.choice(SIZES_GOOD)], []),
+            (f"{self.root}/kernels.py:sequential", ["n=64", "m=8"], [])))
+
     # {{{ paths
 
+    def special(self, suffix: str = "") -> str:
+        """A FIFO or (as root) a character device (/dev/null's numbers) named *.suffix."""
+        suffix = suffix if suffix in SPECIAL_SUFFIXES else ""
+        kind = "null" if self.devices and self.chance(0.5) else "pipe"
+        return str(self.root / f"{kind}{suffix}")
+
     def bad_path(self, suffix: str = ".json") -> str:
-        kind = self.rng.randrange(9)
+        kind = self.rng.randrange(11)
         if kind == 0:
             return str(self.root / f"missing{suffix}")
         if kind == 1:
@@ -276,6 +258,8 @@ class Workspace:
             return "/" + "/".join(["d" * 200] * 30) + suffix  # longer than PATH_MAX
         if kind == 7:
             return str(self.root / f"sp ace \u00e9\u4e2d -- {suffix}")
+        if kind in (8, 9):
+            return self.special(suffix)
         return self.choice(("", ".", "..", "/", "-", "~/x" + suffix))
 
     # }}}
@@ -307,7 +291,7 @@ class Workspace:
 
     # }}}
 
-    # {{{ JSON files
+    # {{{ damage
 
     def _mutate(self, doc):
         """*doc* changed in one to three places: a value of another type, a field
@@ -335,8 +319,54 @@ class Workspace:
                 parent[key] = copy.deepcopy(self.choice(JSON_VALUES))
         return doc
 
+    def _extremes(self, doc):
+        """*doc* with one to three numbers made extreme (EXTREMES), or a long string
+        (a LightGBM model's text) damaged."""
+        doc = json.loads(json.dumps(doc))
+        leaves = list(_leaves(doc))
+        numbers = [(p, v) for p, v in leaves if p and isinstance(v, (int, float))
+                   and not isinstance(v, bool)]
+        texts = [(p, v) for p, v in leaves if p and isinstance(v, str) and len(v) > 200]
+        for _ in range(self.rng.randrange(1, 4)):
+            if texts and (not numbers or self.chance(0.3)):
+                path, text = self.choice(texts)
+                _set(doc, path, self.damaged_string(text))
+            elif numbers:
+                _set(doc, self.choice(numbers)[0], self.choice(EXTREMES))
+        return doc
+
+    def damaged_string(self, text: str) -> str:
+        """A long text (a LightGBM model) cut, a number in it made extreme, or a line
+        deleted or repeated."""
+        op = self.rng.randrange(4)
+        if op == 0:
+            return text[:self.rng.randrange(len(text))]
+        if op == 1:
+            return self.numbers_replaced(text, TEXT_EXTREMES)
+        lines = text.split("\n")
+        i = self.rng.randrange(len(lines))
+        lines[i:i + 1] = [] if op == 2 else [lines[i]] * 2
+        return "\n".join(lines)
+
+    def numbers_replaced(self, text: str, values) -> str:
+        """*text* with one to three of its numbers replaced by one of *values*."""
+        spans = [m.span() for m in _NUMBER_TEXT.finditer(text)]
+        if not spans:
+            return text + self.choice(values)
+        for start, end in sorted({self.choice(spans) for _ in range(self.rng.randrange(1, 4))},
+                                 reverse=True):
+            text = text[:start] + self.choice(values) + text[end:]
+        return text
+
+    def deep(self, kind: str) -> str:
+        """A value nested thousands deep: a JSON or TOML array or table."""
+        n = self.choice((1000, 3000, 100_000))
+        if kind == "json":
+            return self.choice(("[" * n + "]" * n, '{"a": ' * n + "1" + "}" * n))
+        return self.choice(("[" * n + "]" * n, "{a = " * n + "1" + "}" * n))
+
     def _damaged_text(self, text: str) -> bytes:
-        data = text.encode()
+        data = text.encode() or b" "
         kind = self.rng.randrange(7)
         if kind == 0:
             return data[:self.rng.randrange(len(data))]  # truncated
@@ -357,23 +387,63 @@ class Workspace:
         return data + b"garbage"
 
     def json_file(self, doc, suffix: str = ".json") -> str:
+        """A damaged copy of *doc*: its structure, its numbers, nesting or its bytes."""
         path = self.fresh(suffix)
-        if self.chance(0.6):
-            path.write_text(json.dumps(self._mutate(doc), indent=1, allow_nan=True))
+        kind = self.rng.random()
+        if kind < 0.35:
+            path.write_text(json.dumps(self._mutate(doc), indent=1))
+        elif kind < 0.65:
+            path.write_text(json.dumps(self._extremes(doc), indent=1))
+        elif kind < 0.72 and isinstance(doc, dict) and doc:
+            damaged = dict(doc)
+            damaged[self.choice(sorted(doc))] = "@deep@"
+            path.write_text(json.dumps(damaged).replace('"@deep@"', self.deep("json")))
         else:
             path.write_bytes(self._damaged_text(json.dumps(doc, indent=1)))
         return str(path)
 
-    def profile(self, valid: float = 0.3, committed: bool = True) -> str:
-        """A profile's path: valid (of the small store), damaged, a store, a committed
-        profile (read only; its store is a committed one, so not where *committed* is
-        False) or a bad path."""
-        model = self.choice(sorted(self.profiles))
+    def text_file(self, text: str, suffix: str, alphabet: str, numbers=TEXT_EXTREMES) -> str:
+        """A damaged copy of a text (a TOML file, a CSV): characters edited, its numbers
+        made extreme, a table nested thousands deep, or its bytes."""
+        path = self.fresh(suffix)
+        kind = self.rng.random()
+        if kind < 0.3:
+            for _ in range(self.rng.randrange(1, 4)):
+                text = edit_characters(text, self.rng, alphabet)
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        elif kind < 0.65:
+            path.write_text(self.numbers_replaced(text, numbers))
+        elif kind < 0.75 and suffix == ".toml":
+            path.write_text(text + f"\ndeep = {self.deep('toml')}\n")
+        else:
+            path.write_bytes(self._damaged_text(text))
+        return str(path)
+
+    # }}}
+
+    # {{{ profiles, hardware, registers
+
+    def profile_doc(self, model: str) -> dict:
+        if self.profiles[model] is None:
+            self.profiles[model] = fuzz_opencl.poppl_herz_profile(self)
+        return self.profiles[model]
+
+    def profile(self, valid: float = 0.3, committed: bool = True, models=None) -> str:
+        """A profile's path: valid (of the small store, or a copy of a committed one),
+        damaged, a store, a committed profile (read only; its store is a committed one,
+        so not where *committed* is False) or a bad path. *models*: the models to pick
+        from (default: mostly those a Loopy kernel's prediction takes, now and then a
+        learned, Pöppl–Herz or criteria one)."""
+        if models is None:
+            models = (("paper", "extended", "hong-kim") if self.chance(0.75)
+                      else ("learned", "poppl-herz", "criteria"))
+        model = self.choice(models)
+        doc = self.profile_doc(model)
         if self.chance(valid):
             return str(self.root / f"{model}.json")
         kind = self.rng.random()
         if kind < 0.65:
-            return self.json_file(self.profiles[model])
+            return self.json_file(doc)
         if kind < 0.75:
             return self.store()  # a store given as a profile
         if kind < 0.85 and committed:
@@ -386,9 +456,9 @@ class Workspace:
             return self.choice(("h100", "H200", "fx5600", "c1060", "gtx9999", "h100.json",
                                 "./h100"))
         if kind < 0.45:
-            return str(self.root / "h100.json")
+            return str(self.root / f"{self.choice(sorted(self.hardware))}.json")
         if kind < 0.85:
-            return self.json_file(self.hardware)
+            return self.json_file(self.hardware[self.choice(sorted(self.hardware))])
         return self.bad_path()
 
     def registers_arg(self) -> str:
@@ -450,6 +520,20 @@ class Workspace:
 
     # }}}
 
+    def tidy(self) -> None:
+        """Remove the fresh files made so far, and damage an entry of the properties
+        cache the children share (kernelcast must refuse or recount it)."""
+        for path in [*self.root.glob("f*"), *self.root.glob("*/f*")]:
+            if not re.fullmatch(r"f\d+(\..*)?", path.name):
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        entries = sorted(p for p in (self.root / "cache").rglob("*") if p.is_file())
+        if entries:
+            entry = self.choice(entries)
+            entry.write_bytes(self._damaged_text(entry.read_text(errors="replace")))
 
 # }}}
 
@@ -519,7 +603,7 @@ def _gen_measure(ws, budget):
         return argv
     if ws.chance(0.9):
         argv += ["--db", ws.db(valid=0.5)]
-    argv += ["--device", ws.choice(NO_DEVICE)]
+    argv += ["--device", ws.no_device()]
     if ws.chance(0.2):
         argv += ["--backend", ws.choice(("opencl", "cuda", "metal"))]
     if ws.chance(0.2):
@@ -531,7 +615,7 @@ def _gen_measure(ws, budget):
 
 
 def _gen_calibrate(ws, budget):
-    argv = ["calibrate", "--device", ws.choice(NO_DEVICE)]
+    argv = ["calibrate", "--device", ws.no_device()]
     if ws.chance(0.5):
         argv += ["--db", ws.db()]
     if ws.chance(0.5):
@@ -575,25 +659,30 @@ def _gen_fit(ws, budget):
 
 
 def _gen_predict(ws, budget):
-    argv = ["predict", ws.kernel()]
-    if ws.chance(0.95):
-        argv += ["--param", *ws.sizes()]
+    if ws.chance(0.35):  # OpenCL C source
+        return fuzz_opencl.gen_predict(ws, budget)
+    fault = ws.fault("kernel", "sizes", "model", "flags")
+    kernel, sizes, stats = ws.good_kernel()
+    argv = ["predict", ws.kernel() if fault == "kernel" else kernel]
+    if fault != "sizes" or ws.chance(0.9):
+        argv += ["--param", *(ws.sizes(valid=0.0) if fault == "sizes" else sizes)]
+    if stats or fault == "flags" and ws.chance(0.3):
+        argv += ["--stat", *(ws.statistics() if fault == "flags" else stats)]
     kind = ws.rng.random()
-    if kind < 0.55:
-        argv += ["--profile", ws.profile()]
-        if ws.chance(0.1):
-            argv += ["--model", ws.choice(("paper", "extended", "hong-kim"))]
+    if kind < 0.6 and fault == "model":
+        argv += ["--profile", ws.profile(valid=0.1)]
+    elif kind < 0.6:
+        argv += ["--profile", ws.profile(1.0, models=("paper", "extended", "hong-kim",
+                                                      "learned"))]
     elif kind < 0.9:
-        argv += ["--model", "hong-kim"]
-        if ws.chance(0.9):
-            argv += ["--hardware", ws.hardware_arg()]
-    else:
+        argv += ["--model", "hong-kim", "--hardware", ws.hardware_arg() if fault == "model"
+                 else ws.choice(("h100", "h200", "fx5600", "c1060"))]
+        if ws.chance(0.2):
+            argv += ["--registers-per-thread", ws.choice(("32", "255"))]
+    elif fault == "model":
         argv += _maybe(ws, 0.5, "--model", ws.choice(("paper", "extended", "bogus")))
-    if ws.chance(0.15):
-        argv += ["--registers-per-thread", ws.choice(("32", "255", "0", "-1", "x", "1e3",
-                                                      str(2**40)))]
-    if ws.chance(0.2):
-        argv += ["--stat", *ws.statistics()]
+    if fault == "flags" and ws.chance(0.5):
+        argv += ["--registers-per-thread", ws.choice(("0", "-1", "x", "1e3", str(2**40)))]
     return argv + _maybe(ws, 0.4, "--json")
 
 
@@ -642,7 +731,7 @@ def _gen_report(ws, budget):
 
 
 def _gen_demo(ws, budget):
-    argv = ["demo", "--device", ws.choice(NO_DEVICE)]
+    argv = ["demo", "--device", ws.no_device()]
     if ws.chance(0.3):
         argv += ["--backend", ws.choice(("opencl", "cuda"))]
     return argv
@@ -651,9 +740,12 @@ def _gen_demo(ws, budget):
 GENERATORS = {"properties": _gen_properties, "suites": _gen_suites,
               "devices": _gen_devices, "measure": _gen_measure,
               "calibrate": _gen_calibrate, "fit": _gen_fit, "predict": _gen_predict,
-              "evaluate": _gen_evaluate, "report": _gen_report, "demo": _gen_demo}
-WEIGHTS = {"properties": 16, "suites": 8, "devices": 2, "measure": 10, "calibrate": 8,
-           "fit": 8, "predict": 22, "evaluate": 10, "report": 6, "demo": 3}
+              "evaluate": _gen_evaluate, "report": _gen_report, "demo": _gen_demo,
+              "project": fuzz_skeletons.gen_project, "tune": fuzz_tune.gen_tune,
+              "advise": fuzz_ncu.gen_advise}
+WEIGHTS = {"properties": 12, "suites": 5, "devices": 2, "measure": 7, "calibrate": 5,
+           "fit": 6, "predict": 20, "evaluate": 7, "report": 4, "demo": 2, "project": 10,
+           "tune": 3, "advise": 10}  # tune: its kernel is made in a process of its own
 
 
 def _argparse_noise(ws: Workspace, argv: list[str]) -> list[str]:
@@ -677,113 +769,16 @@ def generate(ws: Workspace, budget: Budget) -> tuple[str, list[str]]:
     verbs = list(WEIGHTS)
     verb = ws.rng.choices(verbs, weights=[WEIGHTS[v] for v in verbs])[0]
     argv = GENERATORS[verb](ws, budget)
-    if ws.chance(0.06) and verb not in ("measure", "calibrate", "demo"):
+    if ws.chance(0.06) and verb not in ("measure", "calibrate", "demo", "tune"):
         argv = _argparse_noise(ws, argv)
-    elif ws.chance(0.06) and verb in ("measure", "calibrate", "demo"):
+    elif ws.chance(0.06) and verb in ("measure", "calibrate", "demo", "tune"):
         argv = argv + ["--no-such-flag"]
     return verb, argv
 
 # }}}
 
 
-# {{{ running and judging
-
-class _Capture(io.StringIO):
-    def close(self):  # main closes stderr after a broken pipe
-        pass
-
-
-@dataclass
-class Result:
-    verb: str
-    argv: list[str]
-    code: object
-    out: str
-    err: str
-    seconds: float
-    escaped: str = ""  # the traceback of an exception that escaped main
-    outcome: str = ""
-    problems: list[str] = field(default_factory=list)
-    traceback: str = ""  # of a finding: as `kernelcast --debug` prints it
-    owner: str = ""  # of a known finding
-
-    @property
-    def innermost(self) -> str:
-        """The innermost kernelcast frame of the traceback ("" without one)."""
-        frames = [line.strip() for line in self.traceback.splitlines()
-                  if line.strip().startswith("File ") and "/kernelcast/" in line]
-        return frames[-1] if frames else ""
-
-    @property
-    def last_line(self) -> str:
-        lines = [line for line in self.traceback.splitlines()
-                 if line.strip() and not line.startswith(("kernelcast: ", " "))]
-        return lines[-1] if lines else ""
-
-
-def run(verb: str, argv: list[str]) -> Result:
-    """*argv* run through kernelcast.cli.main in-process, its output captured."""
-    from kernelcast.cli import main
-
-    out, err = _Capture(), _Capture()
-    escaped = ""
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as stop:
-            code = 0 if stop.code is None else stop.code
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001 - a finding
-            code, escaped = None, traceback.format_exc()
-    return Result(verb, list(argv), code, out.getvalue(), err.getvalue(),
-                  time.perf_counter() - start, escaped)
-
-
-_ERROR = re.compile(r"^kernelcast( [a-z-]+)?: error: ")
-
-
-def judge(result: Result, trace: bool = True) -> Result:
-    """Set *result*'s outcome (ok, help, usage, error 1, error 2, known, failure) and its
-    problems; with *trace*, a finding is run again with --debug for its traceback, and
-    is "known" where its innermost kernelcast frame is one of KNOWN_ELSEWHERE."""
-    problems = result.problems
-    lines = result.err.splitlines()
-    if result.escaped:
-        problems.append("an exception escaped main")
-    if result.code not in (0, 1, 2):
-        problems.append(f"exit status {result.code!r}")
-    if "Traceback (most recent call last)" in result.err:
-        problems.append("a traceback on stderr")
-    errors = [line for line in lines if _ERROR.match(line)]
-    internal = [line for line in lines if line.startswith("kernelcast: internal error")]
-    if internal:
-        problems.append("an internal error")
-    if result.code == 0:
-        if errors or internal:
-            problems.append("an error line, yet exit status 0")
-        outcome = "help" if ("--help" in result.argv or "--version" in result.argv) else "ok"
-    elif lines and lines[0].startswith("usage:"):
-        outcome = "usage"
-        if result.code != 2 or not errors or errors[-1] != lines[-1]:
-            problems.append("argparse's error is not its last line")
-    else:
-        outcome = f"error {result.code}"
-        if len(errors) != 1:
-            problems.append(f"{len(errors)} error lines, not one")
-        elif errors[0] != lines[-1]:
-            problems.append("the error line is not the last line")
-    outcome = "failure" if problems else outcome
-    if problems and trace:
-        result.traceback = result.escaped or run(result.verb, ["--debug", *result.argv]).err
-        known = [owner for pattern, owner in KNOWN_ELSEWHERE
-                 if re.search(pattern, result.innermost)]
-        if known:
-            outcome, result.owner = "known", known[0]
-    result.outcome = outcome
-    return result
-
+# {{{ the fuzz
 
 def data_snapshot() -> dict[str, str]:
     """Every file under data/ with a digest of its content."""
@@ -792,30 +787,38 @@ def data_snapshot() -> dict[str, str]:
 
 
 def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float = 60.0,
-         budget: Budget | None = None, progress=None) -> dict:
+         budget: Budget | None = None, timeout: float = 120.0, progress=None) -> dict:
     """Run up to *invocations* random invocations (stopping once *seconds* are spent)
-    in a workspace under *root*; returns a summary: counts by verb and outcome, the
-    findings (failures and known ones, with the traceback's last line), the time."""
+    in a workspace under *root*, each killed after *timeout* seconds; returns a summary:
+    counts by verb and outcome, by check, the findings (failures and known ones, with
+    the traceback's last line and innermost kernelcast frame), the time."""
     rng = random.Random(seed)
     budget = budget or Budget()
     start = time.perf_counter()
+    if opened_drivers():
+        raise RuntimeError(f"this process has loaded {', '.join(opened_drivers())}: fork "
+                           "the fuzz's children from a process that has opened no device")
+    warm()
     before = data_snapshot()
     workdir = os.getcwd()
     ws = Workspace(Path(root), rng)
+    env = {"KERNELCAST_CACHE_DIR": str(ws.root / "cache")}  # not the user's cache
     counts: dict[str, Counter] = {verb: Counter() for verb in VERBS}
-    spent = Counter()
+    spent, cpu, checks = Counter(), Counter(), Counter()
     findings, slowest = [], []
     os.chdir(ws.root)  # default output paths (kernelcast-data/) land in the workspace
     try:
         n = 0
         while n < invocations and time.perf_counter() - start < seconds:
             verb, argv = generate(ws, budget)
-            result = judge(run(verb, argv))
+            result = judge(run(verb, argv, timeout=timeout, env=env))
             n += 1
             counts[verb][result.outcome] += 1
             spent[verb] += result.seconds
+            cpu[verb] += result.cpu
             slowest = sorted([*slowest, (result.seconds, verb, argv)], reverse=True)[:5]
             if result.outcome in ("failure", "known"):
+                checks.update({p.split(":")[0] for p in result.problems})
                 findings.append({"verb": verb, "argv": argv, "outcome": result.outcome,
                                  "code": result.code, "problems": result.problems,
                                  "stderr_tail": result.err.strip().splitlines()[-3:],
@@ -826,11 +829,7 @@ def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float 
                 print(f"{n} invocations, {time.perf_counter() - start:.0f} s",
                       file=progress, flush=True)
             if n % 100 == 0:  # keep the scratch folder small
-                for path in ws.root.glob("f*"):
-                    if path.is_dir():
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        path.unlink(missing_ok=True)
+                ws.tidy()
     finally:
         os.chdir(workdir)
     after = data_snapshot()
@@ -840,9 +839,11 @@ def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float 
         outcomes.update(per_verb)
     return {"seed": seed, "invocations": n, "seconds": round(time.perf_counter() - start, 1),
             "by_verb": {v: dict(c) for v, c in counts.items()}, "outcomes": dict(outcomes),
+            "by_check": {c: checks[c] for c in CHECKS if checks[c]},
             "seconds_by_verb": {v: round(spent[v], 1) for v in VERBS},
+            "cpu_seconds_by_verb": {v: round(cpu[v], 1) for v in VERBS},
             "budget_used": dict(budget.used), "findings": findings,
-            "data_changed": changed,
+            "data_changed": changed, "drivers_in_parent": opened_drivers(),
             "slowest": [{"seconds": round(s, 2), "verb": v, "argv": a}
                         for s, v, a in slowest]}
 
