@@ -113,6 +113,8 @@ def main(argv=None) -> int:
                        invocations=args.invocations, seconds=args.seconds, budget=budget,
                        timeout=args.timeout, progress=sys.stderr)
     print(_table(summary))
+    print("\ninvocations with a damaged input, by kind: " + ", ".join(
+        f"{kind} {n}" for kind, n in summary["damaged"].items()))
     print("\nfailed invocations per check: " + (", ".join(
         f"{c} {summary['by_check'][c]}" for c in CHECKS if c in summary["by_check"]) or
         "none"))

@@ -1145,24 +1145,58 @@ def section_reliability() -> list[str]:
                    f"{'was refused naming the first' if refused else 'was NOT refused'}"
                    f"; {conc['creators']} processes creating one store at once: "
                    f"{conc['races_all_created']} of {conc['races']} races all succeeded.")
-        fz = doc.get("fuzz") or {}
-        if "invocations" in fz:
-            outcomes = ", ".join(f"{n} {k}" for k, n in sorted(fz["outcomes"].items()))
-            failures = fz["outcomes"].get("failure", 0) + fz["outcomes"].get("known", 0)
-            out.append(f"- **Fuzz** (`benchmarks/fuzz.py`, seed {fz['seed']}, "
-                       f"{fz['seconds']:.0f} s): {fz['invocations']} malformed invocations of "
-                       f"every verb: {outcomes}; {failures} with a traceback, an exit status "
-                       "other than 0, 1 and 2, or a failure not said in exactly one error "
-                       f"line; data/ changed: {'no' if not fz.get('data_changed') else 'YES'}. "
-                       "(error 1/2: one-line error with that status; usage: argparse's "
-                       "usage error; help: --help.)")
-        else:
-            out.append("- **Fuzz**: not run with this summary.")
+        out += fuzz_lines(doc.get("fuzz") or {})
         out += ["", "Exit statuses: 0 success; 1 the job failed; 2 a usage error; 130 and "
                 "143 stopped by Ctrl-C or SIGTERM after saying what was stored "
                 "(docs/cli.md)."]
     except (KeyError, TypeError, ValueError) as err:
         out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
+    return out
+
+
+FUZZ_CHECKS = {  # the judge's checks (tests/fuzz_run.py CHECKS): what each asserts
+    "status": "the exit status is 0, 1 or 2",
+    "escaped": "no exception escapes",
+    "signal": "the process is not killed by a signal (SIGABRT, SIGSEGV, ...)",
+    "hangs": "it ends within the time limit and never waits on a FIFO",
+    "traceback": "no Python traceback is printed",
+    "internal": "no \"internal error\"",
+    "error-lines": "a failure ends in exactly one error line",
+    "nan": "no NaN or infinity in the output (text or --json)",
+    "negative-time": "no negative time in the output",
+    "json": "--json prints one JSON document",
+    "repeated-warning": "no warning line is printed twice",
+    "input-changed": "every input file named is there afterwards, of the same type and "
+                     "bytes (a FIFO or device node included)",
+}
+
+
+def fuzz_lines(fz: dict) -> list[str]:
+    """The fuzz of benchmarks/fuzz.py: invocations per verb and outcome, damaged inputs
+    by kind, and the invocations that failed each check."""
+    if "invocations" not in fz:
+        return ["- **Fuzz**: not run with this summary."]
+    outcomes = ("ok", "help", "usage", "error 1", "error 2", "known", "failure")
+    seen = [o for o in outcomes if fz["outcomes"].get(o)]
+    rows = [[verb, *[counts.get(o, 0) for o in seen], sum(counts.values())]
+            for verb, counts in fz["by_verb"].items()]
+    rows.append(["all", *[fz["outcomes"].get(o, 0) for o in seen], fz["invocations"]])
+    out = [f"- **Fuzz** (`benchmarks/fuzz.py`, seed {fz['seed']}, {fz['seconds']:.0f} s): "
+           f"{fz['invocations']} invocations of every verb with malformed arguments and "
+           "damaged or non-regular input files, each in a forked child process and judged "
+           "by every check below; data/ changed: "
+           f"{'no' if not fz.get('data_changed') else 'YES'}.", "",
+           table(["verb", *seen, "total"], rows), "",
+           "(ok: exit 0; usage: argparse's usage error; error 1/2: one-line error with that "
+           "status; help: --help or --version.)", ""]
+    damaged = fz.get("damaged") or {}
+    if damaged:
+        out += ["Invocations given a damaged input, by kind: " + ", ".join(
+            f"{kind} {n}" for kind, n in sorted(damaged.items())) + ".", ""]
+    failed = fz.get("by_check") or {}
+    out += [table(["check", "invocations that failed it"],
+                  [[what, failed.get(check, 0)] for check, what in FUZZ_CHECKS.items()],
+                  ["l", "r"])]
     return out
 
 

@@ -115,6 +115,7 @@ def _csv(ws, damaged: bool) -> str:
     head, rows = ws.ncu[name]
     if not damaged:
         return str(ws.root / "ncu" / name)
+    ws.damaged.add("ncu CSV")
     kind = ws.rng.random()
     if kind < 0.55:
         return _written(ws, head, _damaged_rows(ws, rows))
@@ -138,6 +139,7 @@ def _profile(ws, damaged: bool) -> list[str]:
                           ["--device", ws.choice(("H100", "h200", "80GB HBM3"))], []))
     kind = ws.rng.random()
     if kind < 0.55:
+        ws.damaged.add("criteria profile")
         return ["--profile", ws.json_file(ws.criteria[ws.choice(sorted(ws.criteria))])]
     if kind < 0.7:
         return ["--profile", ws.profile(valid=0.7, models=(

@@ -148,6 +148,7 @@ def _source(ws, damaged: bool) -> tuple[str, tuple]:
     text, *sizes = ws.opencl[name]
     if not damaged:
         return str(ws.root / "cl" / name), tuple(sizes)
+    ws.damaged.add("OpenCL source")
     kind = ws.rng.random()
     path = ws.fresh(".cl")
     if kind < 0.5:

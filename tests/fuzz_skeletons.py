@@ -92,6 +92,7 @@ def _skeleton(ws, damaged: bool, cheap: bool) -> tuple[str, str]:
     if not damaged:
         return (str(ws.root / "skeletons" / f"{name}.sk") if ws.chance(0.8) else
                 str(SKELETONS / f"{name}.sk")), name  # the examples: read only
+    ws.damaged.add("skeleton")
     kind = ws.rng.random()
     path = ws.root / "skeletons" / f"{ws.fresh().name}.sk"  # beside SpinFlap's sample
     if kind < 0.55:
@@ -120,6 +121,7 @@ def _hints(ws, dims: int, damaged: bool) -> str:
         path = ws.fresh(".toml")
         path.write_text(text + ws.choice(("", "", "cache = [[]]\n")))
         return str(path)
+    ws.damaged.add("hints file")
     if kind < 0.55:
         return ws.text_file(text, ".toml", "[]{}=,\"'\n 0123456789abcdefklnrstu_.",
                             ("0", "-1", "1e308", "nan", "inf", '"x"', "true", "1.5",

@@ -89,6 +89,7 @@ def _space(ws, kernel: str, damaged: bool) -> str:
         path = ws.fresh(".toml")
         path.write_text(text)
         return str(path)
+    ws.damaged.add("space file")
     if kind < 0.5:
         return ws.text_file(text, ".toml", ALPHABET, NUMBERS)
     if kind < 0.85:

@@ -178,6 +178,7 @@ class Workspace:
         (self.root / "a file").write_text("not a folder\n")
         (self.root / "zero").write_bytes(b"")
         (self.root / "garbage.bin").write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
+        self.damaged = set()  # the kinds of damaged input of the invocation being made
         self.devices = os.geteuid() == 0  # a character device needs root to make
         for suffix in SPECIAL_SUFFIXES:
             if not (self.root / f"pipe{suffix}").exists():
@@ -238,6 +239,7 @@ class Workspace:
         """A FIFO or (as root) a character device (/dev/null's numbers) named *.suffix."""
         suffix = suffix if suffix in SPECIAL_SUFFIXES else ""
         kind = "null" if self.devices and self.chance(0.5) else "pipe"
+        self.damaged.add("a character device" if kind == "null" else "a FIFO")
         return str(self.root / f"{kind}{suffix}")
 
     def bad_path(self, suffix: str = ".json") -> str:
@@ -274,6 +276,7 @@ class Workspace:
         if kind < 0.7:
             return f"{self.root}/kernels.py:{self.choice(FACTORIES)}"
         if kind < 0.85:
+            self.damaged.add("kernel file")
             return f"{self.root}/{self.choice(list(BROKEN_FILES))}:scale"
         path = self.bad_path(".py")
         return self.choice((f"{path}:scale", path, f"{path}::", f":{path}"))
@@ -360,6 +363,7 @@ class Workspace:
 
     def deep(self, kind: str) -> str:
         """A value nested thousands deep: a JSON or TOML array or table."""
+        self.damaged.add(f"{kind.upper()} nested deeply")
         n = self.choice((1000, 3000, 100_000))
         if kind == "json":
             return self.choice(("[" * n + "]" * n, '{"a": ' * n + "1" + "}" * n))
@@ -443,6 +447,7 @@ class Workspace:
             return str(self.root / f"{model}.json")
         kind = self.rng.random()
         if kind < 0.65:
+            self.damaged.add(f"{model} profile")
             return self.json_file(doc)
         if kind < 0.75:
             return self.store()  # a store given as a profile
@@ -458,6 +463,7 @@ class Workspace:
         if kind < 0.45:
             return str(self.root / f"{self.choice(sorted(self.hardware))}.json")
         if kind < 0.85:
+            self.damaged.add("hardware file")
             return self.json_file(self.hardware[self.choice(sorted(self.hardware))])
         return self.bad_path()
 
@@ -466,6 +472,7 @@ class Workspace:
         if kind < 0.3:
             return str(self.root / "registers.json")
         if kind < 0.8:
+            self.damaged.add("registers file")
             small = dict(list(self.registers.items())[:20])
             return self.json_file(small)
         return self.bad_path()
@@ -481,6 +488,7 @@ class Workspace:
         if self.chance(valid):
             path.write_bytes(data)
             return str(path)
+        self.damaged.add("measurement store")
         kind = self.rng.randrange(8)
         if kind == 0:
             data = data[:self.rng.randrange(len(data))]  # truncated
@@ -768,6 +776,7 @@ def generate(ws: Workspace, budget: Budget) -> tuple[str, list[str]]:
     """(verb, argv) of one random invocation."""
     verbs = list(WEIGHTS)
     verb = ws.rng.choices(verbs, weights=[WEIGHTS[v] for v in verbs])[0]
+    ws.damaged = set()
     argv = GENERATORS[verb](ws, budget)
     if ws.chance(0.06) and verb not in ("measure", "calibrate", "demo", "tune"):
         argv = _argparse_noise(ws, argv)
@@ -804,7 +813,7 @@ def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float 
     ws = Workspace(Path(root), rng)
     env = {"KERNELCAST_CACHE_DIR": str(ws.root / "cache")}  # not the user's cache
     counts: dict[str, Counter] = {verb: Counter() for verb in VERBS}
-    spent, cpu, checks = Counter(), Counter(), Counter()
+    spent, cpu, checks, damaged = Counter(), Counter(), Counter(), Counter()
     findings, slowest = [], []
     os.chdir(ws.root)  # default output paths (kernelcast-data/) land in the workspace
     try:
@@ -812,6 +821,7 @@ def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float 
         while n < invocations and time.perf_counter() - start < seconds:
             verb, argv = generate(ws, budget)
             result = judge(run(verb, argv, timeout=timeout, env=env))
+            damaged.update(ws.damaged)
             n += 1
             counts[verb][result.outcome] += 1
             spent[verb] += result.seconds
@@ -840,6 +850,7 @@ def fuzz(root: Path, *, seed: int = 21, invocations: int = 1500, seconds: float 
     return {"seed": seed, "invocations": n, "seconds": round(time.perf_counter() - start, 1),
             "by_verb": {v: dict(c) for v, c in counts.items()}, "outcomes": dict(outcomes),
             "by_check": {c: checks[c] for c in CHECKS if checks[c]},
+            "damaged": dict(sorted(damaged.items())),
             "seconds_by_verb": {v: round(spent[v], 1) for v in VERBS},
             "cpu_seconds_by_verb": {v: round(cpu[v], 1) for v in VERBS},
             "budget_used": dict(budget.used), "findings": findings,

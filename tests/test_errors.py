@@ -304,7 +304,7 @@ def test_a_profiles_files_are_found_from_any_folder(tmp_path, monkeypatch):
     assert again.clone().fit().registers_ == {"scale": 20}
 
 
-@pytest.mark.parametrize("value", [10**400, -(10**30), 2**64])
+@pytest.mark.parametrize("value", [10**400, -(10**30), 2**64], ids=["1e400", "-1e30", "2^64"])
 def test_an_integer_beyond_64_bits_in_a_json_file_is_refused(tmp_path, value):
     """Converting it to a float would overflow wherever a number is checked."""
     hw = json.loads((REPO / "src" / "kernelcast" / "hardware" / "h100.json").read_text())

@@ -62,6 +62,18 @@ def test_enough_invocations_of_every_verb_ran(summary):
     assert outcomes.get("error 1", 0) >= 20 and outcomes.get("usage", 0) >= 20
 
 
+def test_every_kind_of_input_came_damaged(summary):
+    """Each profile kind and input file the verbs read was given damaged at least once."""
+    kinds = {f"{model} profile" for model in ("paper", "extended", "hong-kim", "learned",
+                                              "poppl-herz", "criteria")}
+    kinds |= {"hardware file", "registers file", "measurement store", "kernel file",
+              "skeleton", "hints file", "space file", "OpenCL source", "ncu CSV", "a FIFO",
+              "JSON nested deeply", "TOML nested deeply"}
+    if os.geteuid() == 0:
+        kinds.add("a character device")
+    assert not kinds - set(summary["damaged"]), summary["damaged"]
+
+
 def test_no_invocation_lies(summary):
     failures = [f for f in summary["findings"] if f["outcome"] == "failure"]
     report = "\n".join(f"{f['argv']}: {f['problems']}; {f['stderr_tail']}; "
