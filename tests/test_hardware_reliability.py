@@ -327,3 +327,16 @@ def test_a_launch_beyond_what_an_api_can_launch_is_a_usage_error():
         Workload(threads_per_block=1024, blocks=2**60, comp_insts=1, coal_mem_insts=1,
                  uncoal_mem_insts=0, uncoal_per_mw=1, synch_insts=0,
                  load_bytes_per_warp=128, shared_mem_per_block=0)
+
+
+def test_an_empty_kernel_is_valued_at_zero_and_refused_only_as_a_prediction():
+    """Evaluation tables and cross-validation take the model's value for the measurement
+    suite's empty kernels (0 s: Hong–Kim prices no launch overhead); a prediction of it
+    is refused in one line."""
+    from kernelcast.suites import kernels
+
+    model = get_model("hong-kim", hardware="h100").fit()
+    knl, params = kernels.empty(), {"n": 4096}
+    assert model.seconds(knl, params) == 0.0
+    with pytest.raises(KernelcastError, match="predicts no time for"):
+        model.predict(knl, params)

@@ -120,8 +120,12 @@ class Model(ABC):
         return float(sum(self.explain(workload, params).values()))
 
     def _checked(self, seconds: float, workload, params) -> float:
+        name = getattr(workload, "kernel_name", None) or "the kernel"
+        if seconds == 0:
+            raise KernelcastError(f"the {self.name} model predicts no time for {name} at "
+                                  f"{params}: it finds no work there that it prices (a "
+                                  "kernel that executes nothing?)")
         if not (np.isfinite(seconds) and seconds > 0):
-            name = getattr(workload, "kernel_name", None) or "the kernel"
             raise KernelcastError(
                 f"the {self.name} model predicts {seconds:.4g} s for {name} at {params}, "
                 "not a positive time: its weights do not describe this kernel (a profile "

@@ -320,6 +320,9 @@ def _search(ch: Characterizer, hardware: Hardware, hints: Hints, progress) -> Se
             continue
         try:
             projected = estimate(hardware, characteristics.workload)
+            if not projected.seconds:
+                raise KernelcastError("the launch executes no computation or memory "
+                                      "instruction: there is nothing to project")
         except KernelcastError as err:
             raise UsageError(f"{ch.skeleton.path or 'the skeleton'}, parallel_for of "
                              f"line {ch.kernel.line}: {err}") from None

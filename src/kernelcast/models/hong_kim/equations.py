@@ -117,9 +117,6 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
     n = blocks_per_sm * warps_per_block  # N: active warps per SM
     rep = wl.blocks / (blocks_per_sm * active_sms)  # HK: #Rep
     mem_insts = wl.coal_mem_insts + wl.uncoal_mem_insts
-    if not (wl.comp_insts or mem_insts):
-        raise KernelcastError("the launch executes no computation or memory instruction: "
-                              "the Hong–Kim model has nothing to project")
     # HK: Comp_cycles = #Issue_cycles × #total_insts (total = computation + memory)
     comp_cycles = hw.issue_cycles * (wl.comp_insts + mem_insts)
 
@@ -206,11 +203,11 @@ def estimate(hw: Hardware, wl: Workload) -> Estimate:
 def _result(hw, parts, synch, regime, verdict, *, mwp, cwp, n, rep, blocks_per_sm,
             active_sms, mem_l, departure, mem_cycles, comp_cycles) -> Estimate:
     # HK: Exec_cycles_with_synch = Exec_cycles_app + Synch_cost; seconds at Freq
-    cycles = sum(parts.values())
-    if not 0 < cycles / hw.freq_hz < math.inf:
+    cycles = sum(parts.values())  # 0 for a launch of no instruction: HK prices none
+    if not 0 <= cycles / hw.freq_hz < math.inf:
         raise KernelcastError(f"the Hong–Kim estimate on {hw.name} is {cycles:.4g} cycles "
-                              f"at {hw.freq_hz:.4g} Hz, not a finite, positive time: the "
-                              "launch's counts are beyond what the equations can hold")
+                              f"at {hw.freq_hz:.4g} Hz, not a finite time: the launch's "
+                              "counts are beyond what the equations can hold")
     return Estimate(seconds=cycles / hw.freq_hz, cycles=cycles, regime=regime,
                     verdict=verdict, mwp=mwp, cwp=cwp, n=n, rep=rep,
                     active_blocks_per_sm=blocks_per_sm, active_sms=active_sms, mem_l=mem_l,
