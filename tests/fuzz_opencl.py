@@ -15,7 +15,7 @@ import lzma
 import re
 from pathlib import Path
 
-from mutations import edit_characters, edit_tokens
+from mutations import mutated
 
 # the microbenchmarks measured on PoCL
 PACKED = Path(__file__).resolve().parent.parent / "data" / "pocl" / "poppl-herz.sqlite.xz"
@@ -130,14 +130,7 @@ def poppl_herz_profile(ws) -> dict:
 
 
 def _mutated(ws, text: str) -> str:
-    for _ in range(ws.rng.randrange(1, 4)):
-        if ws.chance(0.5):
-            toks = TOKEN.findall(text) or [""]
-            edit_tokens(toks, ws.rng, WORDS)
-            text = "".join(toks)
-        else:
-            text = edit_characters(text, ws.rng, ALPHABET)
-    return text
+    return mutated(text, ws.rng, TOKEN, WORDS, ALPHABET)
 
 
 def _source(ws, damaged: bool) -> tuple[str, tuple]:

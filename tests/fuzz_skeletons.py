@@ -17,7 +17,7 @@ import re
 import shutil
 from pathlib import Path
 
-from mutations import edit_characters, edit_tokens
+from mutations import mutated
 
 SKELETONS = Path(__file__).resolve().parent.parent / "examples" / "skeletons"
 SMALL = ("rowsum", "transpose", "hotspot", "matmul")  # whole spaces searched in ~1 s
@@ -74,14 +74,7 @@ def prepare(ws) -> None:
 
 
 def _mutated(ws, text: str) -> str:
-    for _ in range(ws.rng.randrange(1, 4)):
-        if ws.chance(0.5):
-            toks = TOKEN.findall(text) or [""]
-            edit_tokens(toks, ws.rng, WORDS)
-            text = "".join(toks)
-        else:
-            text = edit_characters(text, ws.rng, ALPHABET)
-    return text
+    return mutated(text, ws.rng, TOKEN, WORDS, ALPHABET)
 
 
 def _skeleton(ws, damaged: bool, cheap: bool) -> tuple[str, str]:

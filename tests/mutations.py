@@ -2,7 +2,7 @@
 token-level (delete, duplicate, swap, insert a word, replace by another token) and
 character-level (delete, duplicate a run, swap, insert a character, truncate).
 
-Public names: edit_tokens, edit_characters.
+Public names: edit_tokens, edit_characters, mutated.
 """
 
 from __future__ import annotations
@@ -45,3 +45,16 @@ def edit_characters(text: str, rng: random.Random, alphabet: str) -> str:
     if op == 3:
         return text[:i] + rng.choice(alphabet) + text[i:]
     return text[:i]
+
+
+def mutated(text: str, rng: random.Random, token, words, alphabet: str) -> str:
+    """*text* with one to three random edits, each of its tokens (*token*: the regular
+    expression that splits it) or of its characters."""
+    for _ in range(rng.randrange(1, 4)):
+        if rng.random() < 0.5:
+            toks = token.findall(text) or [""]
+            edit_tokens(toks, rng, words)
+            text = "".join(toks)
+        else:
+            text = edit_characters(text, rng, alphabet)
+    return text
