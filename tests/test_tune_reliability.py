@@ -367,3 +367,30 @@ def test_a_ranking_outside_the_models_training_data_warns_once():
     lines = [str(w.message) for w in caught if issubclass(w.category, ExtrapolationWarning)]
     assert len(ranked) == 3
     assert len(lines) == 1 and lines[0].startswith("3 of 3 variants are predicted outside")
+
+
+def test_a_kernel_holding_a_class_of_its_file_is_made_again_here(tmp_path):
+    """Such a kernel cannot travel back from the worker that showed its factory returns;
+    it is made again in this process, not refused."""
+    from kernelcast.measure.backends.isolated import load_kernel_isolated
+
+    path = tmp_path / "tagged.py"
+    path.write_text(textwrap.dedent("""\
+        import loopy as lp
+        import numpy as np
+        from pytools.tag import Tag
+
+
+        class Mine(Tag):
+            pass
+
+
+        def scale():
+            knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 2*a[i]", lang_version=(2018, 2),
+                                 assumptions="n >= 1")
+            knl = lp.add_dtypes(knl, {"a": np.float32})
+            return knl.with_kernel(knl.default_entrypoint.tagged(Mine()))
+        """))
+    knl, name = load_kernel_isolated(f"{path}:scale")
+    assert name == "scale"
+    assert [type(t).__name__ for t in knl.default_entrypoint.tags] == ["Mine"]

@@ -96,8 +96,9 @@ def load_kernel_isolated(spec: str):
     *spec* returns (kernelcast.frontends.files.load_kernel), made in a worker process.
     The user's file and factory run there, so that one that ends its process (os._exit,
     a crash) is a KernelFileError naming *spec*, not the silent end of the caller; their
-    errors and warnings are given again here. The kernel travels back pickled, as to Dask
-    workers, so it must not hold objects of classes defined in the user's file."""
+    errors and warnings are given again here. The kernel travels back pickled; one that
+    cannot (it holds objects of a class defined in the user's file) is made again here,
+    once the worker has shown that the factory returns."""
     import warnings
 
     process, conn = _spawn()
@@ -122,13 +123,16 @@ def load_kernel_isolated(spec: str):
     if failure is not None:
         kind, text, trace = failure
         raise _ERRORS.get(kind, KernelcastError)(text) from _RemoteTraceback(trace)
-    try:
-        return pickle.loads(data), name  # noqa: S301 - made by our own worker
-    except Exception as err:  # noqa: BLE001 - a class this process cannot import
-        raise KernelFileError(f"{spec} returned a kernel that cannot be sent from the "
-                              f"process that made it ({type(err).__name__}: {err}); "
-                              "define the classes of what it holds in a module Python "
-                              "can import, not in the kernel file") from None
+    if data is not None:
+        try:
+            return pickle.loads(data), name  # noqa: S301 - made by our own worker
+        except Exception:  # noqa: BLE001 - it holds a class of the kernel file
+            pass
+    # the factory returned a kernel there, but one that cannot travel: made again here,
+    # now that it is known to return
+    from kernelcast.frontends.files import build_kernel, load_factory
+
+    return build_kernel(load_factory(spec), spec), name
 
 
 def _ended(returncode: int) -> str:
@@ -252,9 +256,8 @@ def _make_kernel(spec: str) -> tuple:
     if failure is None:
         try:
             data = pickle.dumps(knl)
-        except Exception as err:  # noqa: BLE001 - whatever the factory's kernel holds
-            failure = ("KernelFileError", f"{spec} returned a kernel that cannot be sent "
-                       f"from the process that made it ({type(err).__name__}: {err})", "")
+        except Exception:  # noqa: BLE001 - what it holds cannot travel: made again there
+            data = None
     given = [(w.category, str(w.message))
              if w.category.__module__.split(".")[0] in ("builtins", "kernelcast", "loopy")
              else (UserWarning, f"{w.category.__name__}: {w.message}") for w in caught]
