@@ -14,21 +14,13 @@ Public names: prepare, gen_tune.
 
 from __future__ import annotations
 
+from tune_kernels import matmul_source
+
 FACTORIES = '''"""Kernels to tune: parallel loops not yet mapped to the hardware."""
 import loopy as lp
 import numpy as np
 
-
-def mm():
-    return lp.make_kernel(
-        "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-        "out[i, j] = sum(k, a[i, k] * b[k, j])",
-        [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-         lp.GlobalArg("b", np.float32, shape=(4, "m")),
-         lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-         lp.ValueArg("n, m", np.int32)],
-        name="mm", lang_version=(2018, 2))
-
+''' + matmul_source("mm") + '''
 
 def vec():
     knl = lp.make_kernel("{[i]: 0<=i<n}", "out[i] = 2*a[i]", lang_version=(2018, 2),

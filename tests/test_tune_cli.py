@@ -2,30 +2,16 @@
 the winner and its code; a rerun measures nothing; bad input exits 2 with one line."""
 
 import json
-import textwrap
 
 import pytest
+from tune_kernels import matmul_source
 
 from kernelcast.cli import main
 from kernelcast.measure.store import read_measurements
 
 pytestmark = pytest.mark.usefixtures("pocl_device")
 
-FACTORY = textwrap.dedent("""\
-    import loopy as lp
-    import numpy as np
-
-
-    def build():
-        return lp.make_kernel(
-            "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-            "out[i, j] = sum(k, a[i, k] * b[k, j])",
-            [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-             lp.GlobalArg("b", np.float32, shape=(4, "m")),
-             lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-             lp.ValueArg("n, m", np.int32)],
-            name="mm", lang_version=(2018, 2))
-    """)
+FACTORY = "import loopy as lp\nimport numpy as np\n" + matmul_source()
 SPACE = "[axes.j]\ngroup = [4, 8]\nper_item = [1, 2]\n[axes.i]\ngroup = [1, 2]\n"
 
 

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tune_kernels import matmul_source
 
 from kernelcast.cli import main
 
@@ -20,18 +21,7 @@ FACTORY = textwrap.dedent("""\
 
     import loopy as lp
     import numpy as np
-
-
-    def build():
-        return lp.make_kernel(
-            "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-            "out[i, j] = sum(k, a[i, k] * b[k, j])",
-            [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-             lp.GlobalArg("b", np.float32, shape=(4, "m")),
-             lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-             lp.ValueArg("n, m", np.int32)],
-            name="mm", lang_version=(2018, 2))
-
+    """) + matmul_source() + textwrap.dedent("""
 
     def exits():
         os._exit(0)
@@ -62,7 +52,8 @@ BAD_SPACES = {
                  "[unroll]\nk = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
                  "[split]\nk = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"),
 }
-CRITERIA = "data/profiles/nvidia-h100-80gb-hbm3-cuda-criteria.json"
+CRITERIA = str(Path(__file__).resolve().parent.parent / "data" / "profiles"
+               / "nvidia-h100-80gb-hbm3-cuda-criteria.json")
 LOCK_HOLDER = """\
 import sys, time
 from kernelcast.errors import DeviceBusyError
