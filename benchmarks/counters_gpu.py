@@ -1,0 +1,425 @@
+"""Nsight Compute counters of several hundred launches, the ground truth that the predicted
+counters of kernelcast.facts are checked against.
+
+The launches: every kernel of the measurement, test and validation suites (at the
+parameters benchmarks/criteria_counters.py chooses), the Loopy twins of the first random
+kernels of both sets at their drawn GPU sizes, and variants of every tuning family and
+corpus family at the family's GPU parameters, spread over each space so that every
+work-group shape in it is profiled at least once.
+
+  plan OUT.json (no GPU): the launch list, each entry enough to rebuild its kernel
+      without a GPU (``kernel_of``), and, made in parallel, its CUDA code, launch geometry
+      and arrays, so that the GPU machine only compiles and launches.
+  run PLAN.json (under ncu; needs cupy): each planned launch in order, compiled with NVRTC
+      by the CUDA backend, its inputs random in [0.5, 1.5), launched once. A failure is
+      one line on stderr and the run goes on; --log records each launch just before it.
+  measure PLAN.json OUTDIR (the GPU machine: cupy, ncu): chunks of the plan profiled with
+      ``ncu --csv --page raw --metrics METRICS`` (default cache control: caches flushed
+      before each replay pass), rows matched to the logged launches, written to
+      OUTDIR/counters.json.xz after every chunk with device, driver, CUDA, ncu and date;
+      OUTDIR/ncu.tar.xz keeps ncu's CSV of every chunk.
+
+Run on the device (the kernel stack from shared/device/prepare.sh):
+    python3 benchmarks/counters_gpu.py plan data/counters-plan.json      # here, once
+    source .device/setup.sh && python3 benchmarks/counters_gpu.py measure \
+        data/counters-plan.json OUTDIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import lzma
+import os
+import sys
+import tarfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+RANDOM_PER_SET = 40
+VARIANTS_PER_FAMILY = 20
+VARIANTS_PER_CORPUS_FAMILY = 12
+
+# The counters the facts predict, and what explains them (each name checked against the
+# raw page of ncu 2025.3; a name ncu refuses is dropped and recorded).
+METRICS = (
+    "gpu__time_duration.sum", "launch__grid_size", "launch__block_size",
+    "launch__registers_per_thread", "launch__shared_mem_per_block_static",
+    "launch__shared_mem_config_size", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks", "launch__waves_per_multiprocessor",
+    "sm__maximum_warps_per_active_cycle_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+    "lts__t_sectors_op_read_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum", "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_st.sum",
+    "smsp__sass_inst_executed_op_local_ld.sum", "smsp__sass_inst_executed_op_local_st.sum",
+    "sm__inst_executed_pipe_fma.sum", "sm__inst_executed_pipe_alu.sum",
+    "sm__inst_executed_pipe_lsu.sum", "sm__inst_executed_pipe_fp64.sum",
+    "sm__inst_executed_pipe_xu.sum", "sm__inst_executed_pipe_cbu.sum",
+    "sm__inst_executed_pipe_adu.sum", "sm__inst_executed_pipe_uniform.sum",
+    *(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum"
+      for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma")),
+)
+
+
+# {{{ the plan
+
+def _random_entries() -> list[dict]:
+    from kernelcast.suites.random_kernels import SETS, drawn_size
+
+    return [{"kind": "random", "set": s, "index": i, "n": drawn_size(s, i)}
+            for s in SETS for i in range(RANDOM_PER_SET)]
+
+
+def _spread(items: list, count: int, key) -> list:
+    """*count* items spread evenly over *items*, with at least one of every *key*."""
+    chosen, seen = [], set()
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            chosen.append(item)
+    rest = [x for x in items if x not in chosen]
+    room = max(count - len(chosen), 0)
+    if rest and room:
+        step = len(rest) / room
+        chosen += [rest[int(k * step)] for k in range(min(room, len(rest)))]
+    return chosen
+
+
+def _family_entries() -> list[dict]:
+    from kernelcast.tune.corpus import CORPUS
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.space import invalid
+
+    entries = []
+    for corpus, families, count in ((False, FAMILIES, VARIANTS_PER_FAMILY),
+                                    (True, CORPUS, VARIANTS_PER_CORPUS_FAMILY)):
+        for fam in families.values():
+            valid = [v for v in fam.space.variants()
+                     if not invalid(v, fam.space, max_group_size=1024)]
+            shape = (lambda v, fam=fam: tuple(v[f"{a.iname}.group"] for a in fam.space.axes))
+            for variant in _spread(valid, count, shape):
+                entries.append({"kind": "corpus" if corpus else "family",
+                                "family": fam.name, "variant": variant,
+                                "params": dict(fam.params)})
+    return entries
+
+
+def _suite_entries() -> list[dict]:
+    from criteria_counters import plan_cases
+
+    return [{"kind": "suite", **{k: e[k] for k in ("suite", "class", "variant", "dtype",
+                                                    "group", "p", "kernel", "params")}}
+            for e in plan_cases()]
+
+
+def kernel_of(entry: dict):
+    """The Loopy kernel of a plan entry and its parameters (no GPU needed)."""
+    kind = entry["kind"]
+    if kind == "suite":
+        from criteria_counters import case_of
+
+        case = case_of(entry)
+        return case.kernel(), dict(entry["params"])
+    if kind == "random":
+        from kernelcast.suites.random_kernels import random_kernel
+
+        return random_kernel(entry["set"], entry["index"], entry["n"]).loopy_kernel(), {}
+    from kernelcast.tune.corpus import corpus_family
+    from kernelcast.tune.families import family
+    from kernelcast.tune.space import apply
+
+    fam = (corpus_family if kind == "corpus" else family)(entry["family"])
+    return apply(fam.build(), entry["variant"], fam.space), dict(entry["params"])
+
+
+def label(entry: dict) -> str:
+    kind = entry["kind"]
+    if kind == "suite":
+        params = ",".join(f"{k}={v}" for k, v in sorted(entry["params"].items()))
+        return f"{entry['suite']}:{entry['kernel']}/{params}"
+    if kind == "random":
+        return f"random:{entry['set']}_{entry['index']}/n={entry['n']}"
+    from kernelcast.tune.space import variant_key
+
+    return f"{kind}:{entry['family']}/{variant_key(entry['variant'])}"
+
+
+def _built(entry: dict) -> dict:
+    """The entry with its CUDA code, launch geometry and arrays, or the error."""
+    import numpy as np
+
+    from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
+    from kernelcast.measure.codegen import generate
+
+    try:
+        knl, params = kernel_of(entry)
+        if entry["kind"] == "random":
+            params = {}
+        generated = generate(knl, "cuda")
+        specs, scalars = array_specs(typed_kernel(knl), params)
+        values = scalar_arguments(scalars, params, np.random.default_rng(0))
+        grid, block = generated.launch_sizes(params)
+        return {**entry, "label": label(entry), "function": generated.name,
+                "code": generated.code, "grid": list(grid), "block": list(block),
+                "arguments": [[a.name, a.dtype.str, a.is_array] for a in generated.arguments],
+                "arrays": [[s.name, s.dtype.str, list(s.shape), list(s.strides), s.written]
+                           for s in specs],
+                "scalars": {k: (float(v) if isinstance(v, float | np.floating) else int(v))
+                            for k, v in values.items()}}
+    except Exception as err:  # noqa: BLE001 - recorded; the launch is left out
+        return {**entry, "label": label(entry), "error": f"{type(err).__name__}: {err}"[:300]}
+
+
+def plan(out: Path, jobs: int) -> int:
+    entries = _suite_entries() + _random_entries() + _family_entries()
+    began = time.monotonic()
+    with ProcessPoolExecutor(jobs) as pool:
+        built = list(pool.map(_built, entries, chunksize=4))
+    for index, entry in enumerate(built):
+        entry["index"] = index
+    failed = [e for e in built if "error" in e]
+    for e in failed:
+        print(f"not built: {e['label']}: {e['error']}")
+    kinds = {}
+    for e in built:
+        kinds[e["kind"]] = kinds.get(e["kind"], 0) + ("error" not in e)
+    out.write_bytes(lzma.compress(json.dumps(built).encode()))
+    print(f"{len(built) - len(failed)} launches planned ({kinds}), {len(failed)} not built, "
+          f"in {time.monotonic() - began:.0f} s -> {out}")
+    return 0
+
+# }}}
+
+
+def load(path: Path):
+    data = path.read_bytes()
+    return json.loads(lzma.decompress(data) if data[:6] == b"\xfd7zXZ\x00" else data)
+
+
+# {{{ run (under ncu)
+
+def run(plan_path: Path, log_path: Path | None, first: int, count: int | None) -> int:
+    import numpy as np
+
+    from kernelcast.errors import KernelcastError
+    from kernelcast.measure.backends.cuda import CudaBackend
+    from kernelcast.measure.devices import find_device
+    from kernelcast.measure.launch import ArraySpec, GeneratedKernel, KernelArgument
+
+    entries = [e for e in load(plan_path) if "error" not in e]
+    entries = entries[first:None if count is None else first + count]
+    try:
+        backend = CudaBackend(find_device(None, "cuda"))
+    except KernelcastError as err:
+        print(f"counters_gpu run: {err}", file=sys.stderr)
+        return 1
+    log = open(log_path, "a") if log_path else None  # noqa: SIM115 - one line per launch
+    for entry in entries:
+        args = {}
+        try:
+            generated = GeneratedKernel(
+                entry["function"], "cuda", entry["code"],
+                tuple(KernelArgument(n, np.dtype(d), a) for n, d, a in entry["arguments"]),
+                tuple(entry["grid"]), tuple(entry["block"]))
+            compiled = backend.compile(generated)
+            specs = [ArraySpec(n, np.dtype(d), tuple(s), tuple(st), w)
+                     for n, d, s, st, w in entry["arrays"]]
+            scalars = {n: np.dtype(d).type(entry["scalars"][n])
+                       for n, d, a in entry["arguments"] if not a}
+            args = backend.allocate(specs, scalars, seed=0)
+            if log:
+                log.write(json.dumps({"index": entry["index"], "function": generated.name,
+                                      "grid": entry["grid"], "block": entry["block"]}) + "\n")
+                log.flush()
+            backend.time_launches(compiled, generated, args, {}, 1)
+        except Exception as err:  # noqa: BLE001 - one line, then the next launch
+            message = " ".join(str(err).split())[:300]
+            print(f"counters_gpu run: launch {entry['index']} ({entry['label']}): "
+                  f"{type(err).__name__}: {message}", file=sys.stderr, flush=True)
+        finally:
+            backend.release(args)
+    if log:
+        log.close()
+    return 0
+
+# }}}
+
+
+# {{{ measure
+
+def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 0,
+            count: int | None = None) -> int:
+    from criteria_counters import _device_info, _round, match, unknown_metrics
+
+    from kernelcast.frontends.profiler import read_ncu_csv
+
+    start = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    info = _device_info()
+    print(json.dumps(info), flush=True)
+    runnable = [e for e in load(plan_path) if "error" not in e]
+    last = len(runnable) if count is None else min(first + count, len(runnable))
+    metrics, dropped = list(METRICS), []
+    records = [{k: v for k, v in e.items() if k not in ("code", "arguments", "arrays",
+                                                        "scalars")} for e in runnable]
+    document = {**info, "plan": plan_path.name, "metrics": metrics,
+                "dropped_metrics": dropped, "units": {}, "notes": [], "launches": records}
+    csvs = {}
+    log_path = out / "launches.jsonl"
+    log_path.write_text("")
+    me = [sys.executable, __file__, "run", str(plan_path)]
+    for part, begin in enumerate(range(first, last, chunk)):
+        todo = records[begin:min(begin + chunk, last)]
+        if budget - (time.monotonic() - start) < 20:
+            print(f"chunk {part}: skipped, the budget of {budget:.0f} s is spent", flush=True)
+            for r in todo:
+                r["status"] = "skipped"
+            continue
+        began = time.monotonic()
+        before = log_path.read_text()
+        while True:
+            text, note = _ncu(metrics, sorted({r["function"] for r in todo}),
+                                 me + ["--log", str(log_path), "--first", str(begin),
+                                       "--count", str(len(todo))],
+                                 max(budget - (time.monotonic() - start), 10))
+            bad = unknown_metrics(f"{text}\n{note}", metrics)
+            if not bad:
+                break
+            print(f"chunk {part}: ncu does not know {', '.join(bad)}; again without",
+                  flush=True)
+            metrics[:] = [m for m in metrics if m not in bad]
+            dropped += bad
+            log_path.write_text(before)
+        csvs[f"chunk-{part:02d}.csv"] = text
+        logged = [json.loads(line) for line in log_path.read_text()[len(before):].splitlines()]
+        try:
+            launches = read_ncu_csv(text, f"chunk {part}")
+        except Exception as err:  # noqa: BLE001 - no rows: the chunk's launches get none
+            launches, note = [], f"{note}\n{err}".strip()
+        matched = match(logged, launches)
+        for launch in launches[:1]:
+            document["units"].update(launch.units)
+        for r in todo:
+            launch = matched.get(r["index"])
+            r["status"] = "ok" if launch else (
+                "no ncu row" if any(e["index"] == r["index"] for e in logged)
+                else "not launched")
+            if launch:
+                r["counters"] = {m: _round(v) for m, v in launch.metrics.items()}
+        print(f"chunk {part}: {len(todo)} launches, {len(logged)} launched, {len(matched)} "
+              f"profiled in {time.monotonic() - began:.0f} s "
+              f"({time.monotonic() - start:.0f} s in all)", flush=True)
+        notes = [line for line in f"{text}\n{note}".splitlines()
+                 if line.startswith(("==ERROR==", "==WARNING==", "counters_gpu run:",
+                                     "ncu timed out"))]
+        document["notes"] += notes
+        for line in notes[:6]:
+            print(f"  {line[:200]}", flush=True)
+        (out / "counters.json.xz").write_bytes(
+            lzma.compress(json.dumps(tidy(document), indent=0).encode()))
+    with tarfile.open(out / "ncu.tar.xz", "w:xz") as tar:
+        for name, text in csvs.items():
+            data = text.encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    statuses = {}
+    for r in records[first:last]:
+        statuses[r.get("status", "?")] = statuses.get(r.get("status", "?"), 0) + 1
+    print(f"done: {statuses} in {time.monotonic() - start:.0f} s", flush=True)
+    return 0
+
+
+_DEVICE_PREFIXES = ("device__attribute_", "numa__", "nvlink__", "c2clink__")
+
+
+def tidy(document: dict) -> dict:
+    """*document* with the device's attributes once (from its first profiled launch)
+    rather than in every launch, and only the ``.sum`` of every rolled-up metric."""
+    attributes = document.setdefault("device_attributes", {})
+    for record in document["launches"]:
+        counters = record.get("counters")
+        if not counters:
+            continue
+        kept = {}
+        for name, value in counters.items():
+            if name.startswith(_DEVICE_PREFIXES):
+                attributes.setdefault(name, value)
+            elif not name.endswith((".avg", ".min", ".max")):
+                kept[name] = value
+        record["counters"] = kept
+    return document
+
+
+def _ncu(metrics: list, names: list, command: list, timeout: float) -> tuple[str, str]:
+    """(stdout, stderr) of ncu profiling *command* with *metrics*, only the kernels named
+    *names*; ncu and what it started are killed after *timeout* s."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(
+        ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
+         "--metrics", ",".join(metrics), "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+         *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, _ = process.communicate()
+        return stdout, f"ncu timed out after {timeout:.0f} s"
+
+# }}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("plan", help="the launch list with code (no GPU)")
+    p.add_argument("out", type=Path, help="the plan file to write (.json, xz-compressed)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="processes that generate code (default: every core)")
+    p = sub.add_parser("run", help="launch planned kernels once each (what ncu profiles)")
+    p.add_argument("plan", type=Path, help="the plan file")
+    p.add_argument("--log", type=Path, help="append one line per launch to this file")
+    p.add_argument("--first", type=int, default=0, help="the first launch to run")
+    p.add_argument("--count", type=int, help="how many launches to run (default: all)")
+    p = sub.add_parser("measure", help="profile the plan with ncu (the GPU machine)")
+    p.add_argument("plan", type=Path, help="the plan file")
+    p.add_argument("out", type=Path, help="the folder to write counters and ncu's CSV to")
+    p.add_argument("--chunk", type=int, default=40, help="launches per ncu run (default 40)")
+    p.add_argument("--first", type=int, default=0, help="the first launch to profile")
+    p.add_argument("--count", type=int, help="how many launches to profile (default: all)")
+    p.add_argument("--budget", type=float, default=540,
+                   help="seconds after which no further chunk starts (default 540)")
+    args = parser.parse_args()
+    if args.verb == "plan":
+        return plan(args.out, args.jobs)
+    if args.verb == "run":
+        return run(args.plan, args.log, args.first, args.count)
+    return measure(args.plan, args.out, args.chunk, args.budget, args.first, args.count)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
