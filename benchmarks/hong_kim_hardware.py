@@ -107,9 +107,12 @@ def derive(gpu: str, data: Path) -> dict:
         "max_threads_per_block": device["maxThreadsPerBlock"],
         "shared_mem_per_block": device["sharedMemPerBlockOptin"],
         "sector_bytes": SECTOR_BYTES,
+        "l2_cache_bytes": device["l2CacheSize"],
+        "l1_cache_bytes_per_sm": L1_BYTES,
         "compute_capability": f"{device['major']}.{device['minor']}",
         "sources": {
             "sector_bytes": SECTOR_SOURCE,
+            "l1_cache_bytes_per_sm": L1_SOURCE,
             "mem_ld": f"{measured}: chain global, {few} work-groups, "
                       f"{per_step * 1e9:.1f} ns per dependent load",
             "mem_bandwidth": f"{measured}: global_access copy, n={copy['params']['n']}",
@@ -121,10 +124,16 @@ def derive(gpu: str, data: Path) -> dict:
             **{k: f"data/{gpu}/cuda-device.json (CUDA device properties)" for k in (
                 "warp_size", "active_sms", "freq_hz", "max_active_warps_per_sm",
                 "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm",
-                "compute_capability", "max_threads_per_block", "shared_mem_per_block")}},
+                "compute_capability", "max_threads_per_block", "shared_mem_per_block",
+                "l2_cache_bytes")}},
     }
     return hw
 
+
+# not reported by the device: the unified L1 data cache and shared memory of an SM
+L1_BYTES = 256 * 1024
+L1_SOURCE = ("NVIDIA Hopper Tuning Guide, 1.4.3.2: the combined L1 cache, texture cache and "
+             "shared memory of an H100 SM is 256 KB; L1 is what shared memory leaves")
 
 # not measurable by timing: the architecture's documented global-memory sector
 SECTOR_BYTES = 32

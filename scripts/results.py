@@ -2189,7 +2189,7 @@ def section_hardware() -> list[str]:
            "device's reported limits); the source column is the files' own `sources` "
            "entry (`<gpu>` where the two files name their own GPU's data).", ""]
     try:
-        from kernelcast.models.hong_kim.hardware import HARDWARE_DIR
+        from kernelcast.hardware import HARDWARE_DIR
     except ImportError as err:
         return out + [f"*Not generated: {err}.*"]
     docs = {}

@@ -6,7 +6,7 @@ import pytest
 from kernelcast.errors import UsageError
 from kernelcast.models.grophecy import compiler
 from kernelcast.models.grophecy.coalescing import Access, rule_for, warp_access
-from kernelcast.models.hong_kim.hardware import load_hardware
+from kernelcast.hardware import load_hardware
 
 
 def _addresses(start, stride_bytes, threads=32):

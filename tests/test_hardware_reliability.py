@@ -18,7 +18,7 @@ from kernelcast.fitting.dataset import load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import PopplHerzModel, get_model
 from kernelcast.models.hong_kim.equations import Workload, estimate
-from kernelcast.models.hong_kim.hardware import BOUNDS, hardware_from_dict, load_hardware
+from kernelcast.hardware import BOUNDS, hardware_from_dict, load_hardware
 from kernelcast.models.poppl_herz.curves import fit_line
 from kernelcast.models.poppl_herz.model import OpenCLWorkload, workload_of
 from kernelcast.profile import load_profile, save_profile

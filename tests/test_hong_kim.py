@@ -19,7 +19,7 @@ from kernelcast.measure.store import Store
 from kernelcast.models import HongKimModel, get_model
 from kernelcast.models.hong_kim.equations import (REGIMES, VERDICTS, Estimate, Workload,
                                                   active_blocks_per_sm, estimate)
-from kernelcast.models.hong_kim.hardware import (Hardware, hardware_for_device,
+from kernelcast.hardware import (Hardware, hardware_for_device,
                                                  known_hardware, load_hardware)
 from kernelcast.models.hong_kim.inputs import workload
 from kernelcast.profile import load_profile, save_profile

@@ -211,7 +211,7 @@ def _readers(tmp_path):
     """(call on a path, what the file should have been) for every file kernelcast reads."""
     from kernelcast.frontends.files import load_factory
     from kernelcast.models.grophecy.search import load_hints
-    from kernelcast.models.hong_kim.hardware import load_hardware, load_registers
+    from kernelcast.hardware import load_hardware, load_registers
     from kernelcast.profile import load_profile
     from kernelcast.tune.kerneltuner import import_cache
     from kernelcast.tune.space import load_space

@@ -291,7 +291,7 @@ def _check_state(name: str, state: dict) -> None:
                     if key in entry and not isinstance(entry[key], str):
                         _check(f"state.weights.{weight}.{key}", entry[key], "string")
     elif name == "hong-kim":
-        from kernelcast.models.hong_kim.hardware import check_hardware
+        from kernelcast.hardware import check_hardware
 
         hardware = state.get("hardware")
         if not isinstance(hardware, dict):

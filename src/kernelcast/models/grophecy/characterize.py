@@ -66,7 +66,7 @@ from kernelcast.models.grophecy.skeletons import (
 )
 from kernelcast.models.grophecy.usage import num_stages as num_stages_of
 from kernelcast.models.hong_kim.equations import Workload
-from kernelcast.models.hong_kim.hardware import Hardware
+from kernelcast.hardware import Hardware
 
 _SAMPLED_WARPS = 32
 

@@ -31,7 +31,7 @@ from kernelcast.models.grophecy.search import (
     search,
 )
 from kernelcast.models.hong_kim.equations import estimate
-from kernelcast.models.hong_kim.hardware import hardware_from_dict, load_hardware
+from kernelcast.hardware import hardware_from_dict, load_hardware
 
 
 @register
@@ -50,7 +50,7 @@ class GrophecyModel(Model):
     def fit(self, dataset=None) -> GrophecyModel:
         """Resolve the hardware (from *hardware*, or the packaged description of the
         dataset's device) and read the hints."""
-        from kernelcast.models.hong_kim.hardware import hardware_for_device
+        from kernelcast.hardware import hardware_for_device
 
         if self.hardware is None and dataset is None:
             raise KernelcastError("GROPHECY needs a hardware description (--hardware) or "

@@ -44,7 +44,7 @@ from kernelcast.models.grophecy.characterize import Characteristics, Characteriz
 from kernelcast.models.grophecy.layouts import Layout, block_shapes, foldings
 from kernelcast.models.grophecy.sections import size
 from kernelcast.models.hong_kim.equations import Estimate, active_blocks_per_sm, estimate
-from kernelcast.models.hong_kim.hardware import Hardware
+from kernelcast.hardware import Hardware
 
 _HINT_KEYS = ("block", "fold", "stage", "cache", "unroll")
 

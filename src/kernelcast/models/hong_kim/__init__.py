@@ -1,5 +1,5 @@
 """The Hong–Kim model behind the model interface: hardware parameters (measured or read from
-the device; kernelcast.models.hong_kim.hardware), a workload gathered from a kernel's
+the device; kernelcast.hardware), a workload gathered from a kernel's
 properties (inputs) and the MWP/CWP equations (equations).
 
 Nothing is fitted to timings: ``fit`` resolves the hardware description, given by name or
@@ -19,7 +19,7 @@ from dataclasses import asdict
 from kernelcast.errors import KernelcastError
 from kernelcast.models.base import Model, as_properties, register
 from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
-from kernelcast.models.hong_kim.hardware import (
+from kernelcast.hardware import (
     Hardware,
     hardware_for_device,
     hardware_from_dict,

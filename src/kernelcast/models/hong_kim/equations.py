@@ -14,7 +14,7 @@ there are not enough warps to hide latency at all.
 One addition of kernelcast's: no projection is shorter than the time an SM needs to
 issue its warps' instructions (the "issue-limited" regime; see ``estimate``).
 
-The model takes a Hardware (kernelcast.models.hong_kim.hardware) and a Workload (per-thread
+The model takes a Hardware (kernelcast.hardware) and a Workload (per-thread
 instruction counts; kernelcast.models.hong_kim.inputs derives one from a Loopy kernel)
 and returns cycles and seconds with the quantities in between.
 
@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from kernelcast.errors import KernelcastError, ParameterError
-from kernelcast.models.hong_kim.hardware import Hardware
+from kernelcast.hardware import Hardware
 
 _MAX_THREADS = 2**64  # launch sizes are 64-bit (size_t) in CUDA and OpenCL
 REGIMES = ("not-enough-warps", "memory", "computation", "no-memory", "issue-limited")

@@ -26,7 +26,7 @@ instruction is the hard part. kernelcast takes them from the symbolic properties
   backend does; ``benchmarks/hong_kim_hardware.py query`` records them per suite
   kernel in data/<gpu>/registers.json).
 
-Warp size and sector bytes come from the Hardware (kernelcast.models.hong_kim.hardware).
+Warp size and sector bytes come from the Hardware (kernelcast.hardware).
 
 Public names: workload.
 """
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from kernelcast.errors import KernelcastError, ParameterError
 from kernelcast.models.hong_kim.equations import Workload
-from kernelcast.models.hong_kim.hardware import Hardware
+from kernelcast.hardware import Hardware
 from kernelcast.properties.vocabulary import OP_KINDS
 
 

@@ -1,8 +1,10 @@
-"""Hardware descriptions for the Hong–Kim model, read from data files.
+"""Hardware descriptions of GPUs, read from data files: what the Hong–Kim model, GROPHECY
+and the predicted hardware facts (kernelcast.facts) know of a device.
 
-Each GPU is a JSON file in the package's ``hardware`` folder (or any path): the
-parameters of GROPHECY's Table 5 (shared/seeds/004) under the names of
-kernelcast.models.hong_kim.equations, each with where its value comes from. The FX5600 and C1060
+Each GPU is a JSON file in this package's folder (or any path): the parameters of
+GROPHECY's Table 5 (shared/seeds/004) under the names of
+kernelcast.models.hong_kim.equations, and the caches and limits the facts need, each with
+where its value comes from. The FX5600 and C1060
 files copy Table 5, with the GTX280 latencies it borrows for the C1060; the H100 and
 H200 files are written by ``benchmarks/hong_kim_hardware.py`` from kernelcast's own
 microbenchmarks (pointer chasing for DRAM latency, bandwidth-saturating loads for the
@@ -36,7 +38,7 @@ from kernelcast.errors import (
 )
 from kernelcast.frontends.files import read_json_file
 
-HARDWARE_DIR = Path(__file__).resolve().parents[2] / "hardware"
+HARDWARE_DIR = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class Hardware:
     compute_capability: str | None = None  # "major.minor": which coalescing rules apply
     max_threads_per_block: int | None = None  # GROPHECY's largest thread block (§6.2)
     shared_mem_per_block: int | None = None  # bytes one block may allocate (§6.6)
+    l2_cache_bytes: int | None = None  # the L2 cache of the whole GPU
+    l1_cache_bytes_per_sm: int | None = None  # L1 data cache and shared memory together
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
 
@@ -69,10 +73,11 @@ def known_hardware() -> list[str]:
 
 
 _OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
-             "shared_mem_per_block", "sources", "guessed")
+             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm", "sources",
+             "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
              "shared_mem_per_sm", "sector_bytes", "registers_per_sm", "max_threads_per_block",
-             "shared_mem_per_block")
+             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
             "departure_del_uncoal")
 
@@ -107,6 +112,10 @@ BOUNDS = {
     "sector_bytes": (1, 4096, "bytes"),
     # 65536 32-bit registers per SM on every NVIDIA GPU since Kepler
     "registers_per_sm": (1, 2**24, "registers"),
+    # caches: an H100's L2 is 50 MiB and its SM's L1 with shared memory 256 KiB; a CPU's
+    # last-level cache may reach a GiB
+    "l2_cache_bytes": (1, 2**34, "bytes"),
+    "l1_cache_bytes_per_sm": (1, 2**30, "bytes"),
     # 1024 threads in CUDA; OpenCL CPU devices allow up to 8192
     "max_threads_per_block": (1, 65536, "threads"),
 }
