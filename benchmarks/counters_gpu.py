@@ -87,7 +87,7 @@ METRICS = (
 def _random_entries() -> list[dict]:
     from kernelcast.suites.random_kernels import SETS, drawn_size
 
-    return [{"kind": "random", "set": s, "index": i, "n": drawn_size(s, i)}
+    return [{"kind": "random", "set": s, "number": i, "n": drawn_size(s, i)}
             for s in SETS for i in range(RANDOM_PER_SET)]
 
 
@@ -144,7 +144,7 @@ def kernel_of(entry: dict):
     if kind == "random":
         from kernelcast.suites.random_kernels import random_kernel
 
-        return random_kernel(entry["set"], entry["index"], entry["n"]).loopy_kernel(), {}
+        return random_kernel(entry["set"], entry["number"], entry["n"]).loopy_kernel(), {}
     from kernelcast.tune.corpus import corpus_family
     from kernelcast.tune.families import family
     from kernelcast.tune.space import apply
@@ -159,7 +159,7 @@ def label(entry: dict) -> str:
         params = ",".join(f"{k}={v}" for k, v in sorted(entry["params"].items()))
         return f"{entry['suite']}:{entry['kernel']}/{params}"
     if kind == "random":
-        return f"random:{entry['set']}_{entry['index']}/n={entry['n']}"
+        return f"random:{entry['set']}_{entry['number']}/n={entry['n']}"
     from kernelcast.tune.space import variant_key
 
     return f"{kind}:{entry['family']}/{variant_key(entry['variant'])}"
