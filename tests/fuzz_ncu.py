@@ -3,8 +3,12 @@ ncu wrote on the H100 and the H200 (data/<gpu>/criteria/*ncu.tar.xz, read in mem
 damaged in their structure (a metric's value made extreme or emptied, a column, a row or
 the units row removed, a row cut short, the device or kernel renamed) or their bytes;
 criteria profiles (committed, damaged); and the invocations of ``kernelcast advise``.
+``counters_csv`` writes the profile of a launch of the workspace's ``scale`` kernel for
+``kernelcast counters --compare`` (a real H100 row from data/h100/counters/ncu.tar.xz,
+renamed and resized to that launch), beside launches of other shapes, kernels or GPUs, or
+damaged as above.
 
-Public names: prepare, gen_advise.
+Public names: prepare, gen_advise, counters_csv.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ DATA = ROOT / "data"
 ARCHIVES = {"h100": DATA / "h100" / "criteria" / "ncu.tar.xz",
             "h200": DATA / "h200" / "criteria" / "ncu.tar.xz",
             "loopy": DATA / "h100" / "criteria" / "loopy-ncu.tar.xz"}
+COUNTERS_ARCHIVE = DATA / "h100" / "counters" / "ncu.tar.xz"
 PICKED = {"h100": ("transpose-1-naive.csv", "reduction-2-warp.csv", "bfs-1-multikernel.csv"),
           "h200": ("transpose-2-tiled.csv", "bfs-3-cooperative.csv"),
           "loopy": ("loopy-transpose_naive.csv",)}
@@ -50,6 +55,11 @@ def prepare(ws) -> None:
                 head, _, table = text.partition('"ID",')
                 ws.ncu[name] = (head, list(csv.reader(io.StringIO('"ID",' + table))))
                 (folder / name).write_text(text)
+    with tarfile.open(COUNTERS_ARCHIVE) as tar:  # a row to rename: counters_csv
+        member = next(m for m in tar.getmembers() if m.name.endswith(".csv"))
+        text = tar.extractfile(member).read().decode("utf-8")
+        head, _, table = text.partition('"ID",')
+        ws.ncu_counters = (head, list(csv.reader(io.StringIO('"ID",' + table)))[:3])
     ws.criteria = {}  # gpu -> a committed criteria profile's document
     (ws.root / "kernelcast-data").mkdir(exist_ok=True)
     for path in sorted((DATA / "profiles").glob("*-criteria.json")):
@@ -127,6 +137,46 @@ def _csv(ws, damaged: bool) -> str:
     if kind < 0.84:
         return ws.choice((f"{ws.root}/kernels.py:scale", f"{ws.root}/kernels.py:divides",
                           f"{ROOT}/examples/kernels.py:transpose_tiled"))
+    return ws.bad_path(".csv")
+
+
+def _launch_row(header, row, kernel: str, groups: int, block: int, device: str) -> list:
+    values = dict(zip(header, row))
+    values.update({"Kernel Name": kernel, "Grid Size": f"({groups}, 1, 1)",
+                   "Block Size": f"({block}, 1, 1)", "launch__grid_size": f"{groups:,}",
+                   "launch__block_size": str(block), "device__attribute_display_name": device})
+    return [values.get(name, "") for name in header]
+
+
+def counters_csv(ws, size: str, damaged: bool) -> str:
+    """The path of ncu's raw CSV of the workspace's ``scale`` at *size* ("n=1000": one
+    group of 128 lanes per 128 elements); now and then beside launches of another shape
+    or kernel, or of another GPU; *damaged*: in its structure or bytes, or a bad path."""
+    head, (header, units, row) = ws.ncu_counters
+    name, _, value = size.partition("=")
+    n = int(value) if name == "n" and value.isdecimal() else 1000
+    launches = [_launch_row(header, row, "loopy_kernel", -(-n // 128), 128,
+                            ws.choice(("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+                                       "NVIDIA H200")))]
+    if ws.chance(0.3):  # another shape or kernel first, the same launch twice
+        other = ws.choice(((-(-n // 128) + 1, 128, "loopy_kernel"), (1, 64, "loopy_kernel"),
+                           (8, 128, "scale"), (8, 128, "void loopy_kernel(float *)")))
+        launches = [_launch_row(header, row, other[2], other[0], other[1],
+                                "NVIDIA H100 80GB HBM3"), *launches, *launches]
+    for i, launch in enumerate(launches):
+        launch[0] = str(i)
+    rows = [header, units, *launches]
+    if not damaged:
+        return _written(ws, head, rows)
+    ws.damaged.add("ncu CSV")
+    kind = ws.rng.random()
+    if kind < 0.6:
+        return _written(ws, head, _damaged_rows(ws, rows))
+    if kind < 0.75:
+        return ws.text_file(Path(_written(ws, head, rows)).read_text(), ".csv",
+                            '",.-0123456789e\n', VALUES)
+    if kind < 0.85:
+        return str(ws.root / "ncu" / ws.choice(sorted(ws.ncu)))  # other kernels' launches
     return ws.bad_path(".csv")
 
 

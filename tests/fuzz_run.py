@@ -79,7 +79,10 @@ def warm() -> None:
                  "kernelcast.tune.distributed", "kernelcast.tune.space",
                  "kernelcast.tune.tuner", "kernelcast.properties.display",
                  "kernelcast.frontends.opencl", "kernelcast.frontends.profiler",
-                 "kernelcast.models.criteria.advice", "kernelcast.models.grophecy.search"):
+                 "kernelcast.models.criteria.advice", "kernelcast.models.grophecy.search",
+                 "kernelcast.facts.counters", "kernelcast.facts.lanes", "kernelcast.facts.warps",
+                 "kernelcast.facts.caches", "kernelcast.facts.compiler",
+                 "kernelcast.facts.occupancy"):
         try:
             importlib.import_module(name)
         except ImportError:  # an optional one: the child says so

@@ -67,7 +67,7 @@ SOURCE_STORE = DATA / "h100" / "opencl.sqlite"
 REGISTERS = DATA / "h100" / "registers.json"
 HARDWARE = sorted((ROOT / "src" / "kernelcast" / "hardware").glob("*.json"))
 VERBS = ("properties", "suites", "devices", "measure", "calibrate", "fit", "predict",
-         "evaluate", "report", "demo", "project", "tune", "advise")
+         "evaluate", "report", "demo", "project", "tune", "advise", "counters")
 
 NO_DEVICE = ("zz-no-such-device", "NVIDIA GeForce 256 zz", "zz-", "Radeon 9700 zz")
 
@@ -745,15 +745,40 @@ def _gen_demo(ws, budget):
     return argv
 
 
+def _gen_counters(ws, budget):
+    """The workspace's scale (whose launches fuzz_ncu.counters_csv profiles) or another
+    good kernel, with one part wrong now and then: the kernel, its sizes, the hardware,
+    the profile to compare with, or the flags."""
+    fault = ws.fault("kernel", "sizes", "hardware", "csv", "flags")
+    size = ws.choice(SIZES_GOOD)
+    kernel, sizes, stats = ((f"{ws.root}/kernels.py:scale", [size], []) if ws.chance(0.6)
+                            else ws.good_kernel())
+    argv = ["counters", ws.kernel() if fault == "kernel" else kernel]
+    if fault != "sizes" or ws.chance(0.9):
+        argv += ["--param", *(ws.sizes(valid=0.0) if fault == "sizes" else sizes)]
+    if stats or fault == "flags" and ws.chance(0.4):
+        argv += ["--stat", *(ws.statistics() if fault == "flags" else stats)]
+    if fault != "hardware" or ws.chance(0.8):
+        argv += ["--hardware", ws.hardware_arg() if fault == "hardware"
+                 else ws.choice(("h100", "h200", "H100"))]
+    if fault == "csv" or ws.chance(0.4):
+        argv += ["--compare", fuzz_ncu.counters_csv(ws, size, damaged=fault == "csv")]
+    if fault == "flags" and ws.chance(0.5):
+        argv += ws.choice((["--compare"], ["--no-compiler=1"], ["--hardware"],
+                           ["--compare", f"{ws.root}/kernels.py:scale"]))
+    return argv + _maybe(ws, 0.3, "--no-compiler") + _maybe(ws, 0.4, "--json")
+
+
 GENERATORS = {"properties": _gen_properties, "suites": _gen_suites,
               "devices": _gen_devices, "measure": _gen_measure,
               "calibrate": _gen_calibrate, "fit": _gen_fit, "predict": _gen_predict,
               "evaluate": _gen_evaluate, "report": _gen_report, "demo": _gen_demo,
               "project": fuzz_skeletons.gen_project, "tune": fuzz_tune.gen_tune,
-              "advise": fuzz_ncu.gen_advise}
+              "advise": fuzz_ncu.gen_advise, "counters": _gen_counters}
 WEIGHTS = {"properties": 12, "suites": 5, "devices": 2, "measure": 7, "calibrate": 5,
            "fit": 6, "predict": 20, "evaluate": 7, "report": 4, "demo": 2, "project": 10,
-           "tune": 3, "advise": 10}  # tune: its kernel is made in a process of its own
+           "tune": 3, "advise": 10,  # tune: its kernel is made in a process of its own
+           "counters": 4}
 
 
 def _argparse_noise(ws: Workspace, argv: list[str]) -> list[str]:

@@ -202,7 +202,7 @@ def test_every_flag_of_every_verb_has_help():
     [verbs] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(verbs.choices) == {"properties", "suites", "devices", "measure", "calibrate",
                                   "fit", "predict", "evaluate", "report", "demo",
-                                  "project", "tune", "advise"}
+                                  "project", "tune", "advise", "counters"}
     missing = [f"{verb} {action.dest}" for verb, sub in verbs.choices.items()
                for action in sub._actions
                if not isinstance(action, argparse._HelpAction)

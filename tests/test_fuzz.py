@@ -104,7 +104,7 @@ def test_the_generator_is_seeded(tmp_path):
 
     one, again = first(5, "a"), first(5, "b")
     assert [[a.replace("/b/", "/a/") for a in argv] for argv in again] == one
-    assert {argv[0] for argv in one} >= {"predict", "project", "tune", "advise"}
+    assert {argv[0] for argv in one if argv} >= {"predict", "project", "tune", "advise"}
 
 
 def _judged_run(verb, argv):

@@ -4,7 +4,8 @@ Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate,
 (measuring); predict, evaluate, report, demo (models); project (project: GROPHECY's
 layout search of a code skeleton); tune (tune: rank a kernel's variants with a model,
 measure the best); advise (advise: the fine-grained model's criteria of an Nsight
-Compute profile). Every ``--model`` takes the registry's names
+Compute profile); counters (counters: the predicted Nsight Compute counters of one
+launch). Every ``--model`` takes the registry's names
 (kernelcast.models). A flag means the same on every verb that has it
 (``--registers FILE`` is a registers file everywhere; predict's per-thread count is
 ``--registers-per-thread N``); list flags take several values after one flag or the flag
@@ -23,7 +24,7 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import advise, kernels, measuring, models, project, spread, tune
+from kernelcast.cli import advise, counters, kernels, measuring, models, project, spread, tune
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
@@ -246,6 +247,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "reports them (limits the blocks an SM holds)")
     _json(p)
     p.set_defaults(run=models.predict)
+
+    p = sub.add_parser("counters", help="the Nsight Compute counters of one launch of a "
+                                        "kernel, predicted without a GPU (memory requests, "
+                                        "sectors, caches, registers, occupancy)")
+    _kernel_args(p)
+    _param(p, "the kernel's sizes (every size parameter it has)")
+    p.add_argument("--hardware", metavar="NAME|FILE",
+                   help="required: the GPU whose counters to predict, h100, h200 or a "
+                        "hardware JSON file (src/kernelcast/hardware/h100.json)")
+    p.add_argument("--compare", metavar="PROFILE.csv",
+                   help="Nsight Compute's raw page of the same launch (ncu --csv --page raw "
+                        "--metrics ... > PROFILE.csv): predicted, measured and their ratio "
+                        "side by side")
+    p.add_argument("--no-compiler", action="store_true",
+                   help="leave out what needs NVIDIA's compiler (registers, instructions, "
+                        "occupancy and the caches): the memory requests and sectors only")
+    _json(p)
+    p.set_defaults(run=counters.counters)
 
     p = sub.add_parser("evaluate", help="Table 1 of one model or of every model side by "
                                         "side on a store's test suite")
