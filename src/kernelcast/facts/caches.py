@@ -84,7 +84,8 @@ from kernelcast.errors import UsageError
 H100_L1_BYTES = 256 * 1024
 
 # What ncu 2025.3 read on an H100 SXM (driver 580, caches flushed before each launch),
-# from float32 microbenchmarks built with nvcc -arch=sm_90; the choices above follow them.
+# from float32 microbenchmarks built with nvcc -arch=sm_90 (benchmarks/
+# cache_microbenchmarks.sh; the counters in data/h100/caches/); the choices above follow them.
 MEASURED_H100: Mapping[str, str] = {
     "l1 stores": "a block that stores 1 KB and reads it back after a barrier, each warp "
                  "another warp's data: every load sector hits L1",
