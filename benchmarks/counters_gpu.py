@@ -270,9 +270,7 @@ def run(plan_path: Path, log_path: Path | None, first: int, count: int | None) -
 
 def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 0,
             count: int | None = None) -> int:
-    from criteria_counters import _device_info, _round, match, unknown_metrics
-
-    from kernelcast.frontends.profiler import read_ncu_csv
+    from criteria_counters import _device_info, profile_chunk
 
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -297,37 +295,13 @@ def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 
                 r["status"] = "skipped"
             continue
         began = time.monotonic()
-        before = log_path.read_text()
-        while True:
-            text, note = _ncu(metrics, sorted({r["function"] for r in todo}),
-                                 me + ["--log", str(log_path), "--first", str(begin),
-                                       "--count", str(len(todo))],
-                                 max(budget - (time.monotonic() - start), 10))
-            bad = unknown_metrics(f"{text}\n{note}", metrics)
-            if not bad:
-                break
-            print(f"chunk {part}: ncu does not know {', '.join(bad)}; again without",
-                  flush=True)
-            metrics[:] = [m for m in metrics if m not in bad]
-            dropped += bad
-            log_path.write_text(before)
+        text, note, logged = profile_chunk(
+            part, todo, metrics, dropped,
+            me + ["--log", str(log_path), "--first", str(begin), "--count", str(len(todo))],
+            log_path, max(budget - (time.monotonic() - start), 10), document)
         csvs[f"chunk-{part:02d}.csv"] = text
-        logged = [json.loads(line) for line in log_path.read_text()[len(before):].splitlines()]
-        try:
-            launches = read_ncu_csv(text, f"chunk {part}")
-        except Exception as err:  # noqa: BLE001 - no rows: the chunk's launches get none
-            launches, note = [], f"{note}\n{err}".strip()
-        matched = match(logged, launches)
-        for launch in launches[:1]:
-            document["units"].update(launch.units)
-        for r in todo:
-            launch = matched.get(r["index"])
-            r["status"] = "ok" if launch else (
-                "no ncu row" if any(e["index"] == r["index"] for e in logged)
-                else "not launched")
-            if launch:
-                r["counters"] = {m: _round(v) for m, v in launch.metrics.items()}
-        print(f"chunk {part}: {len(todo)} launches, {len(logged)} launched, {len(matched)} "
+        profiled = sum("counters" in r for r in todo)
+        print(f"chunk {part}: {len(todo)} launches, {len(logged)} launched, {profiled} "
               f"profiled in {time.monotonic() - began:.0f} s "
               f"({time.monotonic() - start:.0f} s in all)", flush=True)
         notes = [line for line in f"{text}\n{note}".splitlines()
@@ -371,24 +345,6 @@ def tidy(document: dict) -> dict:
         record["counters"] = kept
     return document
 
-
-def _ncu(metrics: list, names: list, command: list, timeout: float) -> tuple[str, str]:
-    """(stdout, stderr) of ncu profiling *command* with *metrics*, only the kernels named
-    *names*; ncu and what it started are killed after *timeout* s."""
-    import signal
-    import subprocess
-
-    process = subprocess.Popen(
-        ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
-         "--metrics", ",".join(metrics), "--kernel-name", "regex:^(" + "|".join(names) + ")$",
-         *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    try:
-        return process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, _ = process.communicate()
-        return stdout, f"ncu timed out after {timeout:.0f} s"
 
 # }}}
 

@@ -263,21 +263,57 @@ def _write(out: Path, document: dict) -> Path:
     return plain
 
 
-def _ncu(metrics: list, names: list, run_args: list, timeout: float) -> tuple[str, str]:
-    """(stdout, stderr) of ncu profiling ``run`` *run_args* with *metrics*, only the
-    kernels named *names*; ncu and what it started are killed after *timeout* s."""
-    command = ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
-               "--metrics", ",".join(metrics),
-               "--kernel-name", "regex:^(" + "|".join(names) + ")$",
-               sys.executable, __file__, "run", *run_args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+def _ncu(metrics: list, names: list, command: list, timeout: float) -> tuple[str, str]:
+    """(stdout, stderr) of ncu profiling *command* (a process's argv) with *metrics*, only
+    the kernels named *names*; ncu and what it started are killed after *timeout* s."""
+    process = subprocess.Popen(
+        ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
+         "--metrics", ",".join(metrics), "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+         *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
     try:
         return process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, _ = process.communicate()
         return stdout, f"ncu timed out after {timeout:.0f} s"
+
+
+def profile_chunk(part: int, todo: list, metrics: list, dropped: list, command: list,
+                  log_path: Path, timeout: float, document: dict) -> tuple[str, str, list]:
+    """Profile one chunk: *command* launches the records *todo* (each with "index" and
+    "function") and logs them to *log_path*; a metric ncu does not know is dropped (into
+    *dropped*) and the chunk run again. Sets each record's "status" and "counters" and
+    the document's "units"; returns (ncu's CSV, its notes, the launches logged)."""
+    from kernelcast.frontends.profiler import read_ncu_csv
+
+    before = log_path.read_text()
+    while True:
+        text, note = _ncu(metrics, sorted({r["function"] for r in todo}), command, timeout)
+        bad = unknown_metrics(f"{text}\n{note}", metrics)
+        if not bad:
+            break
+        print(f"chunk {part}: ncu does not know {', '.join(bad)}; again without",
+              flush=True)
+        metrics[:] = [m for m in metrics if m not in bad]
+        dropped += bad
+        log_path.write_text(before)
+    logged = [json.loads(line) for line in log_path.read_text()[len(before):].splitlines()]
+    try:
+        launches = read_ncu_csv(text, f"chunk {part}")
+    except Exception as err:  # noqa: BLE001 - no rows: the chunk's cases get none
+        launches, note = [], f"{note}\n{err}".strip()
+    matched = match(logged, launches)
+    for launch in launches[:1]:
+        document["units"].update(launch.units)
+    for r in todo:
+        launch = matched.get(r["index"])
+        r["status"] = "ok" if launch else (
+            "no ncu row" if any(e["index"] == r["index"] for e in logged)
+            else "not launched")
+        if launch:
+            r["counters"] = {m: _round(v) for m, v in launch.metrics.items()}
+    return text, note, logged
 
 
 def unknown_metrics(text: str, metrics: list) -> list:
@@ -290,7 +326,6 @@ def unknown_metrics(text: str, metrics: list) -> list:
 
 
 def measure(out: Path, chunk: int, budget: float, only: str | None) -> int:
-    from kernelcast.frontends.profiler import read_ncu_csv
     from kernelcast.measure.codegen import generate_case
     from kernelcast.models.criteria.counters import METRICS
 
@@ -328,37 +363,14 @@ def measure(out: Path, chunk: int, budget: float, only: str | None) -> int:
                 r["status"] = "skipped"
             continue
         began = time.monotonic()
-        before = log_path.read_text()
-        while True:
-            text, note = _ncu(metrics, sorted({r["function"] for r in todo}),
-                              [str(plan_path), "--log", str(log_path), "--first", str(begin),
-                               "--count", str(len(todo))],
-                              max(budget - (time.monotonic() - start), 10))
-            bad = unknown_metrics(f"{text}\n{note}", metrics)
-            if not bad:
-                break
-            print(f"chunk {part}: ncu does not know {', '.join(bad)}; again without",
-                  flush=True)
-            metrics[:] = [m for m in metrics if m not in bad]
-            dropped += bad
-            log_path.write_text(before)
+        text, note, logged = profile_chunk(
+            part, todo, metrics, dropped,
+            [sys.executable, __file__, "run", str(plan_path), "--log", str(log_path),
+             "--first", str(begin), "--count", str(len(todo))],
+            log_path, max(budget - (time.monotonic() - start), 10), document)
         csvs[f"chunk-{part:02d}.csv"] = text
-        logged = [json.loads(line) for line in log_path.read_text()[len(before):].splitlines()]
-        try:
-            launches = read_ncu_csv(text, f"chunk {part}")
-        except Exception as err:  # noqa: BLE001 - no rows: the chunk's cases get none
-            launches, note = [], f"{note}\n{err}".strip()
-        matched = match(logged, launches)
-        for launch in launches[:1]:
-            document["units"].update(launch.units)
-        for r in todo:
-            launch = matched.get(r["index"])
-            r["status"] = "ok" if launch else (
-                "no ncu row" if any(e["index"] == r["index"] for e in logged)
-                else "not launched")
-            if launch:
-                r["counters"] = {m: _round(v) for m, v in launch.metrics.items()}
-        print(f"chunk {part}: {len(todo)} cases, {len(logged)} launched, {len(matched)} "
+        profiled = sum("counters" in r for r in todo)
+        print(f"chunk {part}: {len(todo)} cases, {len(logged)} launched, {profiled} "
               f"profiled in {time.monotonic() - began:.0f} s", flush=True)
         notes = [line for line in f"{text}\n{note}".splitlines()
                  if line.startswith(("==ERROR==", "==WARNING==", "criteria_counters run:",

@@ -58,6 +58,9 @@ PRINCIPAL = (
     "launch__block_size",
 )
 
+# an L2 miss reads DRAM in 64-byte blocks (kernelcast.facts.caches.MEASURED_H100)
+DRAM_FETCH_BYTES = 64
+
 _SHARED = {"load": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
            "store": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"}
 
@@ -233,10 +236,12 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
                                     warp_size=hw.warp_size),
             trace.num_groups, sms=hw.active_sms, groups_per_sm=max(occ.groups_per_sm, 1),
             l1_bytes=max(l1, 128), l2_bytes=hw.l2_cache_bytes, sector_bytes=hw.sector_bytes,
+            dram_fetch_bytes=DRAM_FETCH_BYTES,
             grid=trace.grid,
             load_sectors_total=counters["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"],
             store_sectors_total=counters["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
         counters.update(caches.counters())
+        _cap_cold_reads(counters, trace, hw)
         # every SM that runs a group fetches the kernel's code (16-byte SASS instructions)
         # from L2 once: reads a kernel without global loads still has
         counters["lts__t_sectors_op_read.sum"] += min(hw.active_sms, trace.num_groups) * (
@@ -246,6 +251,22 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
     name = trace.kernel.name
     return LaunchFacts(name, dict(params), hw.name, trace.grid, trace.block, counters,
                        frozenset(exact), missing, warps.sites, caches, occ, facts, sources)
+
+
+def _cap_cold_reads(counters: dict, trace, hw) -> None:
+    """A launch whose global arrays all fit where L2 keeps data (below the hit fade of
+    kernelcast.facts.caches) reads each DRAM block at most once from a cold cache: DRAM
+    reads are at most the bytes of the arrays it loads, in DRAM fetch blocks. The sampled
+    cache model cannot see that for indices without neighbourly reuse (gathers)."""
+    from kernelcast.facts.caches import L2_HIT_FADE_H100
+
+    arrays = {s.array for s in trace.sites if s.space == "global"}
+    loaded = {s.array for s in trace.sites if s.space == "global" and s.direction == "load"}
+    if sum(trace.array_bytes[a] for a in arrays) > L2_HIT_FADE_H100[0] * hw.l2_cache_bytes:
+        return
+    most = sum(-(-trace.array_bytes[a] // DRAM_FETCH_BYTES) * DRAM_FETCH_BYTES
+               for a in loaded)
+    counters["dram__bytes_read.sum"] = min(counters["dram__bytes_read.sum"], most)
 
 
 def _reserved(hw) -> int:
