@@ -363,13 +363,17 @@ class Instruction:
 
     @property
     def kind(self) -> str:
-        """The class key: the base opcode, with the width for memory (``LDG.128``);
-        ``S2R.CTAID`` for a read of the group's id into a vector register (on sm_90 it
-        travels the shared-memory data path: one shared wavefront per warp, as ncu's
-        l1tex__data_pipe_lsu_wavefronts_mem_shared shows for kernels without shared
-        memory)."""
-        if self.base == "S2R" and "SR_CTAID" in self.operands:
-            return "S2R.CTAID"
+        """The class key: the base opcode, with the width for memory (``LDG.128``). An
+        ``S2R`` is ``S2R.CTAID`` where it reads the group's id, ``S2R.SHARED`` where it
+        reads another special register (the thread's index, the cluster's id) without a
+        predicate: on sm_90 those travel the shared-memory data path, one wavefront per
+        warp (ncu's l1tex__data_pipe_lsu_wavefronts_mem_shared of kernels without
+        shared memory equals their executed count in 235 of 237 H100 launches), and
+        predicated ones ``S2R``."""
+        if self.base == "S2R":
+            if "SR_CTAID" in self.operands:
+                return "S2R.CTAID"
+            return "S2R" if self.predicate else "S2R.SHARED"
         return f"{self.base}.{self.width}" if self.base in _MEMORY else self.base
 
 

@@ -223,9 +223,10 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
         counters["launch__shared_mem_per_block_static"] = facts.shared_bytes
         counters.update({k: v for k, v in occ.counters().items()
                          if k != "launch__occupancy_limit_shared_mem"})
-        # reads of the group id into vector registers travel the shared data path
+        # reads of special registers such as the thread's index travel the shared
+        # data path (kernelcast.facts.compiler.Instruction.kind)
         counters["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = (
-            shared + dynamic.by_kind.get("S2R.CTAID", 0.0))
+            shared + dynamic.by_kind.get("S2R.SHARED", 0.0))
     for name in counters:
         missing.pop(name, None)
     sources = dict(hw.sources or {})
