@@ -253,6 +253,24 @@ def test_sampled_launch_agrees_with_exact_simulation():
     assert exact.dram_read_bytes == 8192 * 32
 
 
+
+@pytest.mark.parametrize("panel_lines, hit_share", [(64, 0.0), (16, 255 / 256)])
+def test_co_resident_groups_reading_one_panel_hit_l1_only_if_it_fits_between_them(
+        panel_lines, hit_share):
+    # 256 groups on one SM holding 16, each reading the same panel sector by sector.
+    # Staggered starts (a group starts as one ends): between two groups' reads of a line
+    # the SM's 16 groups read the whole panel, so the next group hits only when the panel
+    # fits L1 (32 lines): 64 lines never hit (but for a few at the launch's start), 16
+    # lines miss only in the first group. The sampled path (a time slice of the SM's
+    # stream) must see the same as the exact one.
+    panel = np.arange(4 * panel_lines, dtype=np.int64)
+    gpu = small(sms=1, groups_per_sm=16)
+    for budget in (10**7, 20_000):
+        got = cache_traffic(one_group(panel), 256, **gpu, budget=budget)
+        assert got.sampled == (budget < 10**6)
+        assert got.l1_load_hit_sectors / (256 * panel.size) == pytest.approx(hit_share,
+                                                                           abs=0.03)
+
 def test_sampled_results_are_deterministic():
     fn, groups, grid = stencil_launch(256)
     gpu = {"sms": 16, "groups_per_sm": 8, "l1_bytes": 8 * KB, "l2_bytes": 256 * KB}

@@ -47,12 +47,16 @@ cache with sector bits per SM, then one over the merged L2 stream in time order.
 launches are sampled (``sampled=True``), half the budget each way. L1: units of one SM's
 co-resident groups in waves spread evenly over the launch, simulated exactly between the
 same SM's previous waves (enough to stream an L1's worth, at most 16, none where one
-group alone streams more than L1 holds) and its next one (a time slice from the middle
-when a unit is longer than its share), and whole SMs over the first waves, where L1
-fills. ``budget`` counts sector entries and each group evaluated as ``CALL_ENTRIES``
-more. L2 and DRAM: groups spread over the launch in strata (the first and last position along
-each launch axis apart, the interior as a Latin hypercube), each with its neighbours one
-step back along every launch axis and forward within its wave, whose first touches give
+group alone streams more than L1 holds) and its next one, and whole SMs over the first
+waves, where L1 fills. Where a unit is longer than its share, a time slice of the SM's
+stream around the unit's middle load is simulated, every group the SM holds then taking
+its part at its staggered start: the reuse distance between two groups on one SM
+includes what the others read in between (a group's own entries cut and spread over its
+whole time would bring the groups into lock-step and shrink it). ``budget`` counts sector
+entries and each group evaluated as ``CALL_ENTRIES`` more. L2 and DRAM: groups spread
+over the launch in strata (the first and last position along each launch axis apart,
+the interior as a Latin hypercube), each with its neighbours one step back along every
+launch axis and forward within its wave, whose first touches give
 each block's reuse time across groups (past the budget only the loaded lines a hash
 keeps, Waldspurger et al.'s spatial sampling, "Efficient MRC construction with SHARDS",
 FAST 2015). Xiang et al.'s footprint theory ("HOTL: a higher order theory of locality",
@@ -275,17 +279,12 @@ class _Launch:
     def side(self, groups: np.ndarray) -> np.ndarray:
         return self.sides[np.asarray(groups) % self.sides.size]
 
-    def _timed(self, groups: Sequence[int], middle: float = 1.0):
+    def _timed(self, groups: Sequence[int]):
         """Entries of ``groups`` group by group: sector, store flag, time, group, index.
 
         A group's loads and its stores are each spread evenly over its time unit;
-        consecutive entries on one line (a request's sectors) keep the time of the first.
-        ``middle``: only the entries of that central share of each group's time."""
+        consecutive entries on one line (a request's sectors) keep the time of the first."""
         parts = [self(g) for g in groups]
-        if middle < 1.0:
-            lo, hi = (1 - middle) / 2, (1 + middle) / 2
-            parts = [tuple(a[int(lo * a.size):int(np.ceil(hi * a.size))] for a in p)
-                     for p in parts]
         sizes = np.array([[p[0].size, p[1].size] for p in parts], np.int64).reshape(-1)
         sec = np.concatenate([a for p in parts for a in p]) if parts else np.zeros(0, np.int64)
         seg = np.repeat(np.arange(sizes.size), sizes)
@@ -304,10 +303,10 @@ class _Launch:
         a group starts whenever one ends)."""
         return np.asarray(groups, np.int64) / self.wave_groups
 
-    def entries(self, groups: Sequence[int], middle: float = 1.0):
+    def entries(self, groups: Sequence[int]):
         """The entries of ``groups`` in time order (ties: lower group, loads, the group's
-        own order): sector, store flag, time, group; ``middle`` as in ``_timed``."""
-        sec, store, t, grp, within = self._timed(groups, middle)
+        own order): sector, store flag, time, group."""
+        sec, store, t, grp, within = self._timed(groups)
         order = np.lexsort((within, store, grp, t))
         return sec[order], store[order], t[order], grp[order]
 
@@ -340,17 +339,22 @@ def _sm_groups(sm: int, wave: int, sms: int, per_sm: int, num_groups: int) -> li
     return [g for g in range(base, base + per_sm * sms, sms) if g < num_groups]
 
 
-def _l1(launch: _Launch, groups: Sequence[int], l1_lines: int, most: int | None = None):
+def _l1(launch: _Launch, groups: Sequence[int], l1_lines: int, most: int | None = None,
+        own: tuple[int, int] | None = None):
     """One SM's L1 over its groups: its loads' sector, time, group, hit, and whether the
-    hit counts. ``most``: simulate about that many entries from the middle of the
-    groups' time, the first of them (four L1s' worth) only to fill L1."""
-    middle = 1.0
-    if most is not None:
-        middle = min(1.0, most / max(sum(launch.counts(groups)), 1))
-    sec, st, t, grp = launch.entries(groups, middle=middle)
+    hit counts. ``most``: simulate about that many consecutive entries of the SM's stream
+    (a time slice, every group the SM holds then taking its part), centred on the middle
+    load of the groups ``own`` (first, last) or of all, the first four L1s' worth of the
+    slice only to fill L1."""
+    sec, st, t, grp = launch.entries(groups)
     scored = np.ones(sec.size, bool)
-    if middle < 1.0:
-        scored = np.arange(sec.size) >= min(4 * l1_lines * launch.spl, sec.size // 2)
+    if most is not None and sec.size > most:
+        mine = ~st if own is None else ~st & (grp >= own[0]) & (grp <= own[1])
+        at = np.flatnonzero(mine)
+        centre = int(at[at.size // 2]) if at.size else sec.size // 2
+        lo = min(max(0, centre - most // 2), sec.size - most)
+        sec, st, t, grp = (a[lo:lo + most] for a in (sec, st, t, grp))
+        scored = np.arange(most) >= min(4 * l1_lines * launch.spl, most // 2)
     hit, _, _ = lru_sector_cache(sec, st, l1_lines, launch.spl, stores_last=True)
     loads = ~st
     return sec[loads], t[loads], grp[loads], hit[loads], scored[loads]
@@ -544,7 +548,8 @@ class _Model:
             warm = [g for v in range(max(0, first - warm_waves), first)
                     for g in _sm_groups(sm, v, sms, per_sm, G)]
             after = _sm_groups(sm, end, sms, per_sm, G)  # they start as own groups end
-            sec, t, grp, hit, scored = _l1(launch, warm + own + after, self.l1_lines, most)
+            sec, t, grp, hit, scored = _l1(launch, warm + own + after, self.l1_lines, most,
+                                           (own[0], own[-1]))
             scored &= (grp >= own[0]) & (grp <= own[-1])
             take = scored & ~hit
             tallies[int(first > 0)] += (len(own), scored.sum(), (hit & scored).sum())
