@@ -2178,12 +2178,118 @@ HW_ROWS = (  # parameter, label, formatter
     ("shared_mem_per_sm", "shared memory per SM", lambda v: f"{v // 1024} KiB"),
     ("registers_per_sm", "registers per SM", lambda v: f"{v}"),
     ("sector_bytes", "sector", lambda v: f"{v} B"),
+    ("l2_cache_bytes", "L2 cache", lambda v: f"{v / 2**20:g} MiB"),
+    ("l1_cache_bytes_per_sm", "L1 and shared memory per SM", lambda v: f"{v // 1024} KiB"),
 )
 
 
+# what each metric of the agreement table is, in words
+FACT_LABELS = {
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global store sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global load requests",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "shared-memory wavefronts",
+    "lts__t_sectors_op_read.sum": "L2 read sectors",
+    "lts__t_sectors_op_write.sum": "L2 write sectors",
+    "dram__bytes_read.sum": "DRAM bytes read",
+    "dram__bytes_write.sum": "DRAM bytes written",
+    "smsp__inst_executed.sum": "warp instructions executed",
+    "launch__registers_per_thread": "registers per thread (within 2)",
+    "launch__occupancy_limit_registers": "groups per SM the registers allow",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum": "L1 hits of global loads",
+    "smsp__sass_inst_executed_op_global_ld.sum": "global load instructions",
+    "smsp__sass_inst_executed_op_shared_ld.sum": "shared load instructions",
+}
+FACT_GROUPS = (("suite", "suites"), ("random", "random"), ("tuning", "tuning"),
+               ("corpus", "corpus"))
+
+
+def section_hardware_facts() -> list[str]:
+    """The predicted Nsight Compute counters against the measured ones, per GPU."""
+    out = ["## The hardware facts against Nsight Compute", "",
+           "`kernelcast counters` (kernelcast.facts, docs/counters.md) predicts what one "
+           "launch does to the hardware without running it: warp-level requests and "
+           "sectors from the lanes' addresses, shared-memory wavefronts, L1/L2/DRAM "
+           "traffic of a launch whose caches start cold (as ncu measures by default), "
+           "registers, occupancy and the SASS instructions executed (NVIDIA's compiler "
+           "from PyPI, no GPU). Every profiled launch of `benchmarks/counters_gpu.py` "
+           "(the three suites, the Loopy twins of 40 random kernels of each set, and "
+           "variants of every tuning and corpus family with every work-group shape of "
+           "their spaces) is predicted again here by `benchmarks/counters_agreement.py`; "
+           "a launch agrees where the prediction is within ±20% of the counter "
+           "(registers: within 2; counts too small to matter, such as a few KiB of DRAM "
+           "traffic, agree when both sides are below them). *ncu again*: how often a "
+           "second profile of the same launches agrees with the first under the same "
+           "rule — the counters' own run-to-run spread, a ceiling for any prediction.", ""]
+    for gpu in GPUS:
+        path = DATA / gpu / "counters" / "agreement.json"
+        if not path.exists():
+            out += [f"**{GPU_LABEL[gpu]}**: not profiled yet ({missing(path)}).", ""]
+            continue
+        doc = json.loads(path.read_text())
+        rows = []
+        for metric, row in doc["metrics"].items():
+            fams = row["families"]
+
+            def share(prefix, fams=fams):
+                keys = [k for k in fams if prefix is None and k == "all"
+                        or prefix is not None and k.startswith(prefix + ":")]
+                n = sum(fams[k]["launches"] for k in keys)
+                a = sum(fams[k]["agree"] for k in keys)
+                return f"{a / n:.0%} ({n})" if n else "–"
+
+            again = doc.get("repeat", {}).get(metric)
+            rows.append([FACT_LABELS.get(metric, metric), f"`{metric}`",
+                         "–" if row["target"] is None else f"{row['target']:.0%}",
+                         share(None), *(share(p) for p, _ in FACT_GROUPS),
+                         f"{again['agree'] / again['launches']:.0%}" if again else "–"])
+        out += [f"**{GPU_LABEL[gpu]}** ({doc['device']}, driver {doc['driver']}, "
+                f"{(doc['ncu'] or '').split(' (')[0].replace('Version ', 'Nsight Compute ')}, "
+                f"profiled {(doc['profiled'] or '')[:10]}, `{rel(path)}` "
+                f"({file_commit(path)}); {doc['predicted']} of {doc['launches']} launches "
+                f"predicted; median cost {doc['median_seconds']:.2f} s on the machine that "
+                "ran the benchmark). Share of launches within ±20% (launches compared):", "",
+                table(["quantity", "Nsight Compute metric", "target", "all",
+                       *(label for _, label in FACT_GROUPS), "ncu again"], rows,
+                      ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
+        worst = []
+        for metric, items in doc.get("worst", {}).items():
+            if not items:
+                continue
+            shown = ", ".join(
+                f"{w['launch']} (measured 0)" if not w["measured"] else
+                f"{w['launch']} (predicted 0, measured {w['measured']:.3g})"
+                if not w["predicted"] else
+                f"{w['launch']} ({w['predicted'] / w['measured']:.2g}×)" for w in items[:3])
+            worst.append(f"- {FACT_LABELS.get(metric, metric)}: {shown}")
+        if worst:
+            out += ["Furthest off per metric (predicted / measured):", "", *worst, ""]
+    out += _facts_speed()
+    return out
+
+
+def _facts_speed() -> list[str]:
+    path = DATA / "counters-speed.json"
+    if not path.exists():
+        return [missing(path)]
+    doc = json.loads(path.read_text())
+    parts = doc["summary"]
+    return ["**Cost** (`benchmarks/counters_speed.py`, "
+            f"{doc['machine']}, {doc['date']}, `{rel(path)}`): one kernel's counters, "
+            "the compiler's results cached on disk: first prediction in a process median "
+            f"{parts['cold']['median']:.2f} s, largest {parts['cold']['max']:.2f} s, "
+            f"{parts['cold']['within_0.5s']:.0%} within 0.5 s "
+            f"({parts['cold']['launches']} launches); the same launch again median "
+            f"{parts['again']['median'] * 1e3:.2f} ms, largest "
+            f"{parts['again']['max'] * 1e3:.1f} ms; the same kernel at new sizes median "
+            f"{parts['resized']['median']:.2f} s.", ""]
+
+
 def section_hardware() -> list[str]:
-    out = ["## Hong–Kim hardware parameters", "",
-           "The Hong–Kim model's inputs for the H100 and H200, as packaged "
+    out = ["## Hardware parameters", "",
+           "The Hong–Kim model's inputs and the caches the hardware facts use, for the H100 "
+           "and H200, as packaged "
            "(`src/kernelcast/hardware/<gpu>.json`, written by "
            "`benchmarks/hong_kim_hardware.py` from kernelcast's own measurements and the "
            "device's reported limits); the source column is the files' own `sources` "
@@ -2403,6 +2509,7 @@ def main() -> int:
         section_several_gpus(),
         section_poppl_herz(),
         section_criteria(),
+        section_hardware_facts(),
         section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),

@@ -243,12 +243,8 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
             store_sectors_total=counters["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
         counters.update(caches.counters())
         _cap_cold_reads(counters, trace, hw)
-        # every SM that runs a group fetches the kernel's code (16-byte SASS instructions)
-        # from L2 once: reads a kernel without global loads still has
-        counters["lts__t_sectors_op_read.sum"] += min(hw.active_sms, trace.num_groups) * (
-            -(-16 * len(facts.instructions) // hw.sector_bytes))
         if not caches.sampled and warps.exact:
-            exact |= set(caches.counters()) - {"lts__t_sectors_op_read.sum"}
+            exact |= set(caches.counters())
     name = trace.kernel.name
     return LaunchFacts(name, dict(params), hw.name, trace.grid, trace.block, counters,
                        frozenset(exact), missing, warps.sites, caches, occ, facts, sources)
