@@ -13,6 +13,7 @@ import lzma
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import bruteforce
 import islpy as isl
 import loopy as lp
 import numpy as np
@@ -20,7 +21,6 @@ import pytest
 from loopy.kernel.data import AddressSpace, GroupInameTag, LocalInameTag
 from loopy.kernel.instruction import MultiAssignmentBase
 from pymbolic import evaluate
-from pymbolic.mapper import WalkMapper
 from pymbolic.mapper.stringifier import StringifyMapper
 
 from kernelcast.errors import DataDependentError, ParameterError, UsageError
@@ -313,32 +313,7 @@ def test_instance_sampling_keeps_a_spread_subset():
 
 # {{{ an independent brute force
 
-class _Refs(WalkMapper):
-    def __init__(self, direction):
-        super().__init__()
-        self.direction, self.refs = direction, []
-
-    def map_subscript(self, expr):
-        index = expr.index if isinstance(expr.index, tuple) else (expr.index,)
-        self.refs.append((expr.aggregate.name, index, self.direction))
-        inner = _Refs("load")
-        for ix in index:
-            inner(ix)
-        self.refs += inner.refs
-
-    def map_variable(self, expr):
-        self.refs.append((expr.name, (), self.direction))
-
-    def map_type_cast(self, expr):
-        self.rec(expr.child)
-
-    def map_constant(self, expr):
-        pass
-
-    def map_resolved_function(self, expr):
-        pass
-
-    map_tagged_variable = map_variable
+_Refs = bruteforce._Refs  # the references of an expression, as the brute force finds them
 
 
 def _points(knl, inames, params):
