@@ -2201,6 +2201,28 @@ FACT_LABELS = {
     "smsp__sass_inst_executed_op_global_ld.sum": "global load instructions",
     "smsp__sass_inst_executed_op_shared_ld.sum": "shared load instructions",
 }
+# why a metric's furthest launches miss, as far as the counters and the SASS show it
+FACT_WHY = {
+    "lts__t_sectors_op_read.sum": "kernels without global loads still read 1,000-26,000 "
+    "sectors from L2 that L1 did not ask for (lts__t_sectors_srcunit_tex_op_read is 0: "
+    "instruction and constant fetches, not predicted); the random kernels' gathers hit "
+    "L1 less often than the model's fully associative least-recently-used L1, so their "
+    "L2 reads come out low",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum": "the model's L1 is fully "
+    "associative least-recently-used; the H100's keeps less of a shared operand "
+    "streamed by groups of one row, and of gathers",
+    "dram__bytes_read.sum": "pow of doubles reads about 100 KB that are none of the "
+    "kernel's arrays; gathers over arrays larger than where L2 keeps data (random "
+    "kernels at n = 4096) are reused more than the sampled L2 model sees",
+    "dram__bytes_write.sum": "L2 writes back part of an output of 16 MB (random kernels "
+    "at n = 2048: 20-90% of it measured) where the model keeps it all",
+    "smsp__inst_executed.sum": "the slow paths of library code (pow of doubles) are taken "
+    "to be skipped; pairwise's loop is not explained yet",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "axpy with two items per work-item "
+    "counts 7 wavefronts per warp that no instruction of its SASS accounts for",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "nvcc splits the fetch loops of "
+    "finite_difference and convolution into several predicated copies",
+}
 FACT_GROUPS = (("suite", "suites"), ("random", "random"), ("tuning", "tuning"),
                ("corpus", "corpus"))
 
@@ -2262,9 +2284,11 @@ def section_hardware_facts() -> list[str]:
                 f"{w['launch']} (predicted 0, measured {w['measured']:.3g})"
                 if not w["predicted"] else
                 f"{w['launch']} ({w['predicted'] / w['measured']:.2g}×)" for w in items[:3])
-            worst.append(f"- {FACT_LABELS.get(metric, metric)}: {shown}")
+            why = FACT_WHY.get(metric)
+            worst.append(f"- {FACT_LABELS.get(metric, metric)}: {shown}"
+                         + (f". Why: {why}." if why else ""))
         if worst:
-            out += ["Furthest off per metric (predicted / measured):", "", *worst, ""]
+            out += ["Furthest off per metric (predicted / measured), and why:", "", *worst, ""]
     out += _facts_speed()
     return out
 

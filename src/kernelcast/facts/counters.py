@@ -276,14 +276,16 @@ def _reserved(hw) -> int:
 
 def _compiled(knl, trace, hw):
     """Compiler facts, occupancy and dynamic instruction counts of *knl*'s launch."""
-    from kernelcast.facts.compiler import compile_facts
+    from kernelcast.facts.compiler import NCU_MIN_REGISTERS, compile_facts
     from kernelcast.facts.occupancy import occupancy
     from kernelcast.measure.codegen import generate
 
     major, minor = hw.compute_capability.split(".")
     facts = compile_facts(generate(knl, "cuda"), arch=f"sm_{major}{minor}")
-    occ = occupancy(facts.registers, facts.shared_bytes, trace.threads_per_group,
-                    _limits(hw), groups=trace.num_groups)
+    # the driver allocates a thread no fewer registers than ncu reports
+    # (launch__registers_per_thread_allocated is 16 for kernels compiled to fewer)
+    occ = occupancy(max(facts.registers, NCU_MIN_REGISTERS), facts.shared_bytes,
+                    trace.threads_per_group, _limits(hw), groups=trace.num_groups)
     return facts, occ, facts.dynamic_counts(trace.params)
 
 
