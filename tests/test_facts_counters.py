@@ -84,6 +84,13 @@ def test_a_cold_launch_whose_arrays_fit_l2_reads_each_block_from_dram_at_most_on
     assert facts.counters["dram__bytes_read.sum"] <= 512
 
 
+def test_another_gpu_than_the_cache_model_was_measured_on_is_warned_of(compiler):
+    from kernelcast.errors import HardwareGuessWarning
+
+    with pytest.warns(HardwareGuessWarning, match="measured on the NVIDIA H100"):
+        predict_counters(gather(), {"n": 4096}, "h200")
+
+
 def _launches(*labels):
     from counters_gpu import kernel_of
 

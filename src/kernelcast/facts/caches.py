@@ -67,7 +67,7 @@ footprint of a window as long as its reuse time grows from ``l2_hit_fade[0]`` to
 and a written sector leaves L2 once older than the window whose footprint fills it.
 Totals scale from the sample (pass the exact load and store sector counts when known).
 
-Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_H100,
+Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_ON, MEASURED_H100,
 NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CALL_ENTRIES.
 """
 
@@ -86,6 +86,9 @@ from kernelcast.errors import UsageError
 # NVIDIA Hopper Tuning Guide, "Unified Shared Memory/L1/Texture Cache": 256 KB per SM on
 # H100, of which the shared-memory carveout (up to 228 KB) is taken first.
 H100_L1_BYTES = 256 * 1024
+
+# the GPU whose counters the behaviour below was read from (data/h100/caches/)
+MEASURED_ON = "NVIDIA H100 80GB HBM3"
 
 # What ncu 2025.3 read on an H100 SXM (driver 580, caches flushed before each launch),
 # from float32 microbenchmarks built with nvcc -arch=sm_90 (benchmarks/

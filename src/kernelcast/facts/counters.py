@@ -23,10 +23,11 @@ Public names: LaunchFacts, predict_counters, compare, forget, PRINCIPAL, hardwar
 from __future__ import annotations
 
 import math
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
-from kernelcast.errors import KernelcastError, UsageError
+from kernelcast.errors import HardwareGuessWarning, KernelcastError, UsageError
 
 #: The counters every prediction gives (where its parts could be made), in display order.
 PRINCIPAL = (
@@ -161,6 +162,13 @@ def predict_counters(knl, params: dict, hardware="h100", *, data_statistics=None
     caches, which need the groups an SM holds). The same launch asked again in one
     process is answered from memory."""
     hw = hardware_named(hardware)
+    if compiler:
+        from kernelcast.facts.caches import MEASURED_ON
+
+        if hw.name != MEASURED_ON:
+            warnings.warn(f"{hw.name}: the cache model's L1, L2 and DRAM behaviour was "
+                          f"measured on the {MEASURED_ON} and is assumed the same here",
+                          HardwareGuessWarning, stacklevel=2)
     key = (knl, tuple(sorted(params.items())), repr(hw),
            tuple(sorted((data_statistics or {}).items())), compiler)
     known = _KNOWN.get(key)
