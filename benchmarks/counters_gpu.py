@@ -28,12 +28,10 @@ Run on the device (the kernel stack from shared/device/prepare.sh):
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import lzma
 import os
 import sys
-import tarfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -270,7 +268,7 @@ def run(plan_path: Path, log_path: Path | None, first: int, count: int | None) -
 
 def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 0,
             count: int | None = None) -> int:
-    from criteria_counters import _device_info, profile_chunk
+    from criteria_counters import _device_info, profile_chunk, write_csvs
 
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -312,12 +310,7 @@ def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 
             print(f"  {line[:200]}", flush=True)
         (out / "counters.json.xz").write_bytes(
             lzma.compress(json.dumps(tidy(document), indent=0).encode()))
-    with tarfile.open(out / "ncu.tar.xz", "w:xz") as tar:
-        for name, text in csvs.items():
-            data = text.encode()
-            member = tarfile.TarInfo(name)
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
+    write_csvs(out / "ncu.tar.xz", csvs)
     statuses = {}
     for r in records[first:last]:
         statuses[r.get("status", "?")] = statuses.get(r.get("status", "?"), 0) + 1

@@ -279,6 +279,16 @@ def _ncu(metrics: list, names: list, command: list, timeout: float) -> tuple[str
         return stdout, f"ncu timed out after {timeout:.0f} s"
 
 
+def write_csvs(path: Path, csvs: dict) -> None:
+    """ncu's CSV of every chunk (name -> text) as one xz-compressed tar at *path*."""
+    with tarfile.open(path, "w:xz") as tar:
+        for name, text in csvs.items():
+            data = text.encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+
+
 def profile_chunk(part: int, todo: list, metrics: list, dropped: list, command: list,
                   log_path: Path, timeout: float, document: dict) -> tuple[str, str, list]:
     """Profile one chunk: *command* launches the records *todo* (each with "index" and
@@ -380,12 +390,7 @@ def measure(out: Path, chunk: int, budget: float, only: str | None) -> int:
             print(f"  {line[:200]}", flush=True)
         _write(out, document)
     written = _write(out, document)
-    with tarfile.open(out / "ncu.tar.xz", "w:xz") as tar:
-        for name, text in csvs.items():
-            data = text.encode()
-            member = tarfile.TarInfo(name)
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
+    write_csvs(out / "ncu.tar.xz", csvs)
     statuses = {}
     for r in records:
         status = r.get("status", "error" if "error" in r else "?")

@@ -14,7 +14,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import bruteforce
-import islpy as isl
 import loopy as lp
 import numpy as np
 import pytest
@@ -316,19 +315,7 @@ def test_instance_sampling_keeps_a_spread_subset():
 _Refs = bruteforce._Refs  # the references of an expression, as the brute force finds them
 
 
-def _points(knl, inames, params):
-    dom = knl.get_inames_domain(frozenset(inames)).project_out_except(
-        frozenset(inames), [isl.dim_type.set]).to_set()
-    for name, value in params.items():
-        pos = dom.find_dim_by_name(isl.dim_type.param, name)
-        if pos >= 0:
-            dom = dom.fix_val(isl.dim_type.param, pos, value)
-    names = [dom.get_dim_name(isl.dim_type.set, i) for i in range(dom.dim(isl.dim_type.set))]
-    out = []
-    dom.foreach_point(lambda p: out.append(
-        {n: p.get_coordinate_val(isl.dim_type.set, i).to_python()
-         for i, n in enumerate(names)}))
-    return out
+_points = bruteforce._points  # every point of a domain at fixed sizes
 
 
 def _brute_force(tu, params):
