@@ -1,13 +1,19 @@
 """Cache traffic of synthetic sector streams with hand-worked hit counts, and the LRU
 simulator against an independent brute-force one."""
 
+import csv
+import io
+import lzma
+import re
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kernelcast.errors import UsageError
 from kernelcast.facts.caches import (
+    CODE_FETCH_H100,
     CacheTraffic,
     _footprint_window,
     cache_traffic,
@@ -380,3 +386,31 @@ def test_launch_without_global_accesses_has_no_traffic(groups):
 def test_bad_parameters_are_usage_errors(bad):
     with pytest.raises(UsageError):
         cache_traffic(one_group(np.arange(8)), 1, **small(**bad))
+
+
+def test_the_code_fetch_line_is_the_fit_of_its_microbenchmarks():
+    """CODE_FETCH_H100 fitted again from data/h100/fetch: the L2 read sectors of kernels
+    without loads against the bytes of their SASS (cuobjdump's addresses), on grids up to
+    1,320 groups, code up to 66 KB."""
+    folder = Path(__file__).resolve().parent.parent / "data" / "h100" / "fetch"
+    sass = lzma.open(folder / "sass.txt.xz", "rt").read()
+    code = {}
+    for part in sass.split("Function : ")[1:]:
+        n = int(re.search(r"ILi(\d+)E", part.split()[0]).group(1))
+        code[n] = max(int(a, 16) for a in re.findall(r"/\*([0-9a-f]{4,5})\*/", part)) + 16
+    launches = {f[1]: (int(f[3][2:]), int(f[4][5:])) for f in
+                (line.split() for line in (folder / "launches.txt").read_text().splitlines())
+                if f and f[0] == "L"}
+    text = lzma.open(folder / "ncu.csv.xz", "rt").read()
+    rows = csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines()
+                                                 if line.startswith('"'))))
+    x, y = [], []
+    for row in rows:
+        n, grid = launches[row["ID"]]
+        if (row["Metric Name"] == "lts__t_sectors_op_read.sum" and grid <= 1320
+                and code[n] <= 66 * KB):
+            x.append(code[n])
+            y.append(float(row["Metric Value"].replace(",", "")))
+    slope, base = np.polyfit(x, y, 1)
+    assert len(x) >= 15 and len(set(x)) >= 3
+    assert CODE_FETCH_H100 == pytest.approx((base, slope), rel=0.01)

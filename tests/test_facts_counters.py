@@ -136,3 +136,17 @@ def test_real_h100_launches_agree_with_their_counters(compiler, label):
     assert facts.counters[shared] == pytest.approx(measured[shared], rel=0.05)
     inst = "smsp__inst_executed.sum"
     assert facts.counters[inst] == pytest.approx(measured[inst], rel=0.2)
+
+
+@pytest.mark.parametrize("label", [
+    # x[i] read four times in one expression: one load, no L1 hits; L2 reads 1.5x the
+    # sectors (the far partition's copies)
+    "validation:special_elementwise/float32/g256x1/n=33554432",
+    # no global loads at all: the L2 reads are the code's and constants' fetches
+    "measurement:arithmetic[div]/float32/g16x16/k=728,n=1024",
+])
+def test_real_h100_l2_reads_agree_with_their_counters(compiler, label):
+    [(_, knl, params, measured)] = _launches(label)
+    facts = predict_counters(knl, params, "h100")
+    read = "lts__t_sectors_op_read.sum"
+    assert facts.counters[read] == pytest.approx(measured[read], rel=0.2)

@@ -294,6 +294,21 @@ def test_group_addresses_and_sector_streams_in_execution_order():
     assert stores.tolist() == [48 + 6 + s for s in range(6)]
 
 
+def test_sector_streams_leave_out_the_loads_a_lane_repeats():
+    # a[i] read twice in one expression is one load in the compiled code: the cache
+    # model must not see the second as an L1 hit
+    knl = _make("{[i]: 0 <= i < n}", "out[i] = a[i] * a[i] + b[i]",
+                [lp.GlobalArg("a, b, out", F32, shape="n"), lp.ValueArg("n", np.int32)])
+    knl = lp.split_iname(knl, "i", 32, outer_tag="g.0", inner_tag="l.0")
+    trace = LaunchTrace(knl, {"n": 64})
+    a, b = (trace.array_base[x] // 32 for x in "ab")
+    loads, _ = group_sectors(trace, 1)
+    assert loads.tolist() == [a + 4 + s for s in range(4)] + [b + 4 + s for s in range(4)]
+    loads, _ = group_sectors(trace, 1, merge_repeats=False)
+    assert sorted(loads.tolist()) == sorted(2 * [a + 4 + s for s in range(4)]
+                                            + [b + 4 + s for s in range(4)])
+
+
 def test_instance_sampling_keeps_a_spread_subset():
     trace = LaunchTrace(K.matmul_naive((16, 16)), {"n": 512})
     full = trace.group_trace(3)

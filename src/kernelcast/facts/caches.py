@@ -68,7 +68,7 @@ and a written sector leaves L2 once older than the window whose footprint fills 
 Totals scale from the sample (pass the exact load and store sector counts when known).
 
 Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_ON, MEASURED_H100,
-NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CALL_ENTRIES.
+NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CODE_FETCH_H100, CALL_ENTRIES.
 """
 
 from __future__ import annotations
@@ -113,11 +113,20 @@ MEASURED_H100: Mapping[str, str] = {
                                   "20 MB 0.2 MB, 24 MB 1.3 MB, 28 MB 2.2 MB, 32-64 MB "
                                   "2.4 MB; a column sum or matrix-vector product of "
                                   "256 MB to 4 GB writes 2.3-2.6 MB",
+    "code fetches": "kernels that load no data read 970 L2 sectors with 384 bytes of "
+                    "code, 1,260 with 1.4 KB, 3,300 with 8.6 KB and 19,000 with 66 KB, "
+                    "on 1 to 1,320 groups alike (benchmarks/fetch_microbenchmarks.sh, "
+                    "data/h100/fetch/)",
     "not modelled": "stores that write 4 of a sector's 32 bytes count 2.2x at L2 and read "
                     "most of those sectors from DRAM (the input has no byte masks); "
-                    "kernels without global loads read 1,000 to 26,000 sectors at L2 "
-                    "(their code and constants)",
+                    "float64 pow reads about 20,000 sectors at L2 more than its code "
+                    "(its tables, it seems)",
 }
+
+# L2 read sectors of a launch's instruction and constant fetches: base + per byte of SASS
+# code, the least-squares line through the fetch microbenchmarks with up to 66 KB of code
+# (MEASURED_H100, "code fetches"; tests/test_facts_caches.py fits it again from the data).
+CODE_FETCH_H100 = (890.7, 0.2764)
 
 # Dirty data ncu leaves in an H100's L2 before a profiled launch (its memory save and
 # restore between passes, it seems): read-only kernels write 2.3 to 2.6 MB to DRAM once

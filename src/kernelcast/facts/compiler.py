@@ -798,6 +798,12 @@ class CompilerFacts:
         return [i for b in self._parsed[2] for i in b.instructions]
 
     @property
+    def code_bytes(self) -> int:
+        """Bytes of the kernel's SASS, alignment padding included."""
+        listed = self._parsed[0]
+        return listed[-1].address + 16 if listed else 0
+
+    @property
     def sass_digest(self) -> str:
         """SHA-256 of the SASS instructions (addresses, opcodes, operands)."""
         text = "\n".join(f"{i.address} {i.predicate} {i.opcode} {i.operands}"

@@ -196,7 +196,7 @@ def forget() -> None:
 
 
 def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
-    from kernelcast.facts.caches import cache_traffic
+    from kernelcast.facts.caches import CODE_FETCH_H100, cache_traffic
     from kernelcast.facts.lanes import LaunchTrace
     from kernelcast.facts.warps import group_sectors, warp_traffic
 
@@ -251,8 +251,11 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
             store_sectors_total=counters["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
         counters.update(caches.counters())
         _cap_cold_reads(counters, trace, hw)
+        # the SMs fetch the kernel's code and constants through L2 too
+        base, per_byte = CODE_FETCH_H100
+        counters["lts__t_sectors_op_read.sum"] += base + per_byte * facts.code_bytes
         if not caches.sampled and warps.exact:
-            exact |= set(caches.counters())
+            exact |= set(caches.counters()) - {"lts__t_sectors_op_read.sum"}
     name = trace.kernel.name
     return LaunchFacts(name, dict(params), hw.name, trace.grid, trace.block, counters,
                        frozenset(exact), missing, warps.sites, caches, occ, facts, sources)

@@ -559,17 +559,21 @@ def vector_merges(trace: LaunchTrace, *, vector_bytes: int = 16) -> dict:
 
 
 def group_sectors(trace: LaunchTrace, group, *, sector_bytes: int = 32, warp_size: int = 32,
-                  max_addresses: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  max_addresses: int | None = None, merge_repeats: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """(load sectors, store sectors) of one group's global accesses: int64 sector ids
     (byte address // *sector_bytes*, in the launch's one address space) in execution
     order — instance by instance, in each the sites in order, in each the warps in order,
     in each its distinct sectors ascending — one entry per (request, sector). With
     *max_addresses*, large instructions keep a subset of their instances (see
-    LaunchTrace.group_trace)."""
+    LaunchTrace.group_trace). *merge_repeats* leaves out the loads that repeat an earlier
+    load of the same lane (``Site.repeats``): the compiled code does not issue them."""
     traced = trace.group_trace(group, max_addresses=max_addresses)
     parts = {"load": [], "store": []}
     for site in trace.sites:
         if site.space != "global" or site.id not in traced.addresses:
+            continue
+        if merge_repeats and site.repeats is not None:
             continue
         lanes = _warps(traced.addresses[site.id], warp_size)
         units = np.sort(_units(lanes, site.access_bytes, sector_bytes), axis=-1)
