@@ -2203,11 +2203,13 @@ FACT_LABELS = {
 }
 # why a metric's furthest launches miss, as far as the counters and the SASS show it
 FACT_WHY = {
-    "lts__t_sectors_op_read.sum": "kernels without global loads still read 1,000-26,000 "
-    "sectors from L2 that L1 did not ask for (lts__t_sectors_srcunit_tex_op_read is 0: "
-    "instruction and constant fetches, not predicted); the random kernels' gathers hit "
-    "L1 less often than the model's fully associative least-recently-used L1, so their "
-    "L2 reads come out low",
+    "lts__t_sectors_op_read.sum": "pow of doubles reads about 20,000 sectors at L2 "
+    "beyond its code and constants (none of them from L1: lts__t_sectors_srcunit_tex_op_"
+    "read is 0; tables, it seems); kernels without global loads read their code's "
+    "1,000-3,000 sectors, with up to 2x between two profiles of the same launch; the "
+    "warps of a group that miss L1 on one broadcast sector at once (pairwise) read it "
+    "from L2 once where the model counts every miss; groups of one row of A·Aᵀ hit L1 "
+    "far more often than the model's fully associative least-recently-used L1",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum": "the model's L1 is fully "
     "associative least-recently-used; the H100's keeps less of a shared operand "
     "streamed by groups of one row, and of gathers",
@@ -2270,8 +2272,7 @@ def section_hardware_facts() -> list[str]:
                 f"{(doc['ncu'] or '').split(' (')[0].replace('Version ', 'Nsight Compute ')}, "
                 f"profiled {(doc['profiled'] or '')[:10]}, `{rel(path)}` "
                 f"({file_commit(path)}); {doc['predicted']} of {doc['launches']} launches "
-                f"predicted; median cost {doc['median_seconds']:.2f} s on the machine that "
-                "ran the benchmark). Share of launches within ±20% (launches compared):", "",
+                "predicted). Share of launches within ±20% (launches compared):", "",
                 table(["quantity", "Nsight Compute metric", "target", "all",
                        *(label for _, label in FACT_GROUPS), "ncu again"], rows,
                       ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
