@@ -277,6 +277,36 @@ def test_co_resident_groups_reading_one_panel_hit_l1_only_if_it_fits_between_the
         assert got.l1_load_hit_sectors / (256 * panel.size) == pytest.approx(hit_share,
                                                                            abs=0.03)
 
+def test_a_stretch_of_a_long_loop_standing_for_the_whole_sees_the_same_traffic():
+    # 64 groups, each looping 8192 times over its own row and a vector all groups share,
+    # two iterations a sector (a matrix-vector product). Seen through its middle eighth,
+    # each entry standing for 8, the launch must cost what the whole stream costs.
+    rows, iterations = 64, 8192
+    vector = rows * iterations // 2
+
+    def stream(g, lo=0, hi=iterations):
+        k = np.arange(lo, hi) // 2
+        return np.stack([g * iterations // 2 + k, vector + k], axis=1).ravel()
+
+    def whole(g):
+        return stream(g), EMPTY
+
+    def stretch(g):
+        loads = stream(g, 7 * iterations // 16, 9 * iterations // 16)
+        return loads, EMPTY, np.full(loads.size, 8.0), np.zeros(0)
+
+    gpu = small(sms=8, groups_per_sm=2, l2_bytes=4096 * KB)
+    exact = cache_traffic(whole, rows, **gpu, budget=10**7)
+    seen = cache_traffic(stretch, rows, **gpu, budget=10**7)
+    assert not exact.sampled and seen.sampled
+    # hand count: half the loads hit L1; DRAM reads every row once and the vector once
+    assert exact.l1_load_hit_sectors == rows * iterations
+    assert exact.dram_read_bytes == (rows + 1) * iterations // 2 * 32
+    for name in ("l1_load_hit_sectors", "l2_read_sectors_from_l1", "l2_read_sectors",
+                 "dram_read_bytes"):
+        assert getattr(seen, name) == pytest.approx(getattr(exact, name), rel=0.05), name
+
+
 def test_sampled_results_are_deterministic():
     fn, groups, grid = stencil_launch(256)
     gpu = {"sms": 16, "groups_per_sm": 8, "l1_bytes": 8 * KB, "l2_bytes": 256 * KB}

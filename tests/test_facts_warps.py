@@ -309,6 +309,31 @@ def test_sector_streams_leave_out_the_loads_a_lane_repeats():
                                             + [b + 4 + s for s in range(4)])
 
 
+def _row_sums(n, g=32):
+    """y[i] = sum over j of a[i, j]: each work-item loops over a row of n."""
+    knl = _make("{[i, j]: 0 <= i, j < n}", "y[i] = sum(j, a[i, j])",
+                [lp.GlobalArg("a", F32, shape=("n", "n")), lp.GlobalArg("y", F32, shape="n"),
+                 lp.ValueArg("n", np.int32)])
+    return lp.split_iname(knl, "i", g, outer_tag="g.0", inner_tag="l.0")
+
+
+def test_a_window_keeps_an_unbroken_middle_stretch_of_long_loops():
+    trace = LaunchTrace(_row_sums(1024), {"n": 1024})
+    full, full_stores = group_sectors(trace, 3)
+    loads, stores, load_weight, store_weight = group_sectors(trace, 3, window=32 * 256)
+    # a warp of 32 rows touches 32 sectors a j; 256 of the 1024 j kept, from the middle
+    assert loads.size == 256 * 32 and np.all(load_weight == 4.0)
+    start = full.tolist().index(loads[0])
+    assert start == 384 * 32 and full[start:start + loads.size].tolist() == loads.tolist()
+    # the store after the loop is whole; the weights sum to the whole stream
+    assert stores.tolist() == full_stores.tolist() and np.all(store_weight == 1.0)
+    assert load_weight.sum() == full.size
+    # a loop of 64 or fewer iterations is never cut: nearby iterations share sectors
+    short = LaunchTrace(_row_sums(64), {"n": 64})
+    loads, _, weight, _ = group_sectors(short, 1, window=32)
+    assert loads.tolist() == group_sectors(short, 1)[0].tolist() and np.all(weight == 1.0)
+
+
 def test_instance_sampling_keeps_a_spread_subset():
     trace = LaunchTrace(K.matmul_naive((16, 16)), {"n": 512})
     full = trace.group_trace(3)

@@ -2,7 +2,11 @@
 
 Input: for each work-group ``g`` of a launch (in launch order) the 32-byte sector ids its
 global loads and stores touch, in execution order, one entry per (warp request, sector),
-as ``kernelcast.facts.warps.group_sectors`` gives them. Output: what Nsight Compute counts
+as ``kernelcast.facts.warps.group_sectors`` gives them; for a group with long loops, an
+unbroken stretch of their middle iterations with how many entries each stands for (the
+stretch takes the group's whole time, so groups keep their places relative to each other,
+and a block first touched in it stands for as many of the whole loop: a loop read as a
+stream; a launch with such groups is sampled). Output: what Nsight Compute counts
 for the launch with caches flushed before it, as ``ncu`` does by default
 (``--cache-control all``): ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum``,
 ``lts__t_sectors_srcunit_tex_op_read.sum``, ``lts__t_sectors_op_read.sum``,
@@ -67,8 +71,8 @@ footprint of a window as long as its reuse time grows from ``l2_hit_fade[0]`` to
 and a written sector leaves L2 once older than the window whose footprint fills it.
 Totals scale from the sample (pass the exact load and store sector counts when known).
 
-Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_ON, MEASURED_H100,
-NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CODE_FETCH_H100, CALL_ENTRIES.
+Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_ON,
+MEASURED_H100, NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CODE_FETCH_H100, CALL_ENTRIES.
 """
 
 from __future__ import annotations
@@ -274,41 +278,60 @@ class _Launch:
         self.wave_groups = wave_groups
         self.spl = spl
         self.sides = sides  # the L2 partition each SM sits by
-        self.raw: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.raw: dict[int, tuple[np.ndarray, ...]] = {}
+        self.weighted = False  # whether some entry stands for more than itself
 
-    def __call__(self, g: int) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, g: int) -> tuple[np.ndarray, ...]:
+        """Group ``g``'s load sectors, store sectors, and how many entries each stands for."""
         got = self.raw.get(g)
         if got is None:
-            loads, stores = self.fn(g)
-            got = self.raw[g] = (np.asarray(loads, dtype=np.int64).ravel(),
-                                 np.asarray(stores, dtype=np.int64).ravel())
+            parts = self.fn(g)
+            loads, stores = (np.asarray(p, dtype=np.int64).ravel() for p in parts[:2])
+            if len(parts) > 2:
+                weights = [np.asarray(p, dtype=float).ravel() for p in parts[2:4]]
+                self.weighted |= any(bool((w != 1).any()) for w in weights)
+            else:
+                weights = [np.ones(loads.size), np.ones(stores.size)]
+            got = self.raw[g] = (loads, stores, *weights)
         return got
 
     def counts(self, groups: Sequence[int]) -> tuple[int, int]:
-        """Load and store entries of ``groups``."""
+        """Load and store entries of ``groups`` (the work of evaluating them)."""
         return (sum(self(g)[0].size for g in groups), sum(self(g)[1].size for g in groups))
+
+    def weighted_counts(self, groups: Sequence[int]) -> tuple[float, float]:
+        """Load and store sectors of ``groups``, each entry counted as what it stands for."""
+        return (sum(float(self(g)[2].sum()) for g in groups),
+                sum(float(self(g)[3].sum()) for g in groups))
 
     def side(self, groups: np.ndarray) -> np.ndarray:
         return self.sides[np.asarray(groups) % self.sides.size]
 
     def _timed(self, groups: Sequence[int]):
-        """Entries of ``groups`` group by group: sector, store flag, time, group, index.
+        """Entries of ``groups`` group by group: sector, store flag, time, group, index,
+        weight (the entries it stands for).
 
-        A group's loads and its stores are each spread evenly over its time unit;
-        consecutive entries on one line (a request's sectors) keep the time of the first."""
+        A group's loads and its stores are each spread evenly over its time unit, each
+        entry taking the time of the entries it stands for; consecutive entries on one
+        line (a request's sectors) keep the time of the first."""
         parts = [self(g) for g in groups]
         sizes = np.array([[p[0].size, p[1].size] for p in parts], np.int64).reshape(-1)
-        sec = np.concatenate([a for p in parts for a in p]) if parts else np.zeros(0, np.int64)
+        empty = np.zeros(0, np.int64)
+        sec = np.concatenate([a for p in parts for a in p[:2]]) if parts else empty
+        weight = np.concatenate([a for p in parts for a in p[2:]]) if parts else empty * 1.0
         seg = np.repeat(np.arange(sizes.size), sizes)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         within = np.arange(sec.size) - starts[seg]
+        total = np.bincount(seg, weights=weight, minlength=sizes.size)
+        before = (np.cumsum(total) - total)[seg]
         line = sec // self.spl
         first = np.ones(sec.size, bool)
         first[1:] = (line[1:] != line[:-1]) | (seg[1:] != seg[:-1])
         run_start = np.maximum.accumulate(np.where(first, np.arange(sec.size), 0))
-        phase = ((within + 0.5) / np.maximum(sizes[seg], 1))[run_start]
+        phase = ((np.cumsum(weight) - weight / 2 - before)
+                 / np.maximum(total[seg], 1e-300))[run_start]
         grp = np.asarray(groups, np.int64)[seg // 2]
-        return sec, (seg % 2).astype(bool), self.start(grp) + phase, grp, within
+        return sec, (seg % 2).astype(bool), self.start(grp) + phase, grp, within, weight
 
     def start(self, groups: np.ndarray) -> np.ndarray:
         """When each group starts: ``g / W`` for ``W`` groups a wave (in the steady state
@@ -317,23 +340,25 @@ class _Launch:
 
     def entries(self, groups: Sequence[int]):
         """The entries of ``groups`` in time order (ties: lower group, loads, the group's
-        own order): sector, store flag, time, group."""
-        sec, store, t, grp, within = self._timed(groups)
+        own order): sector, store flag, time, group, weight."""
+        sec, store, t, grp, within, weight = self._timed(groups)
         order = np.lexsort((within, store, grp, t))
-        return sec[order], store[order], t[order], grp[order]
+        return sec[order], store[order], t[order], grp[order], weight[order]
 
     def first_touches(self, groups: Sequence[int], units: Sequence[int], one_in: int = 1):
         """For each block size in ``units`` (sectors), each group's first touch of each
-        block it touches: block, store flag, time, group. ``one_in``: only on the loaded
-        lines a hash keeps one in that many of (stores all kept)."""
-        sec, store, t, grp, within = self._timed(groups)
+        block it touches: block, store flag, time, group, weight (of the touching entry:
+        a stretch of a long loop stands for the blocks of the whole). ``one_in``: only on
+        the loaded lines a hash keeps one in that many of (stores all kept)."""
+        sec, store, t, grp, within, weight = self._timed(groups)
         if one_in > 1:
             with np.errstate(over="ignore"):
                 mixed = (sec // self.spl).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
             keep = store | ((mixed >> np.uint64(40)) % np.uint64(one_in) == 0)
-            sec, store, t, grp, within = sec[keep], store[keep], t[keep], grp[keep], within[keep]
+            sec, store, t, grp, within, weight = (a[keep] for a in (sec, store, t, grp,
+                                                                     within, weight))
         by_time = np.lexsort((within, store, t, grp))
-        sec, store, t, grp = sec[by_time], store[by_time], t[by_time], grp[by_time]
+        sec, store, t, grp, weight = (a[by_time] for a in (sec, store, t, grp, weight))
         out = []
         for unit in units:
             block = sec // unit
@@ -342,7 +367,7 @@ class _Launch:
             keep[1:] = ((block[order][1:] != block[order][:-1])
                         | (grp[order][1:] != grp[order][:-1]))
             order = order[keep]
-            out.append((block[order], store[order], t[order], grp[order]))
+            out.append((block[order], store[order], t[order], grp[order], weight[order]))
         return out
 
 
@@ -353,23 +378,26 @@ def _sm_groups(sm: int, wave: int, sms: int, per_sm: int, num_groups: int) -> li
 
 def _l1(launch: _Launch, groups: Sequence[int], l1_lines: int, most: int | None = None,
         own: tuple[int, int] | None = None):
-    """One SM's L1 over its groups: its loads' sector, time, group, hit, and whether the
-    hit counts. ``most``: simulate about that many consecutive entries of the SM's stream
-    (a time slice, every group the SM holds then taking its part), centred on the middle
-    load of the groups ``own`` (first, last) or of all, the first four L1s' worth of the
-    slice only to fill L1."""
-    sec, st, t, grp = launch.entries(groups)
-    scored = np.ones(sec.size, bool)
-    if most is not None and sec.size > most:
+    """One SM's L1 over its groups: its loads' sector, time, group, hit, whether the
+    hit counts, and weight. ``most``: simulate about that many entries of the SM's stream
+    (a time slice, every group the SM holds then taking its part), those nearest in time
+    to the middle load of the groups ``own`` (first, last) or of all, the first four
+    L1s' worth of the slice only to fill L1."""
+    if most is None or sum(launch.counts(groups)) <= most:
+        sec, st, t, grp, weight = launch.entries(groups)
+        scored = np.ones(sec.size, bool)
+    else:
+        sec, st, t, grp, within, weight = launch._timed(groups)
         mine = ~st if own is None else ~st & (grp >= own[0]) & (grp <= own[1])
-        at = np.flatnonzero(mine)
-        centre = int(at[at.size // 2]) if at.size else sec.size // 2
-        lo = min(max(0, centre - most // 2), sec.size - most)
-        sec, st, t, grp = (a[lo:lo + most] for a in (sec, st, t, grp))
+        times = t[mine] if mine.any() else t
+        centre = np.partition(times, times.size // 2)[times.size // 2]
+        near = np.argpartition(np.abs(t - centre), most - 1)[:most]
+        near = near[np.lexsort((within[near], st[near], grp[near], t[near]))]
+        sec, st, t, grp, weight = (a[near] for a in (sec, st, t, grp, weight))
         scored = np.arange(most) >= min(4 * l1_lines * launch.spl, most // 2)
     hit, _, _ = lru_sector_cache(sec, st, l1_lines, launch.spl, stores_last=True)
     loads = ~st
-    return sec[loads], t[loads], grp[loads], hit[loads], scored[loads]
+    return sec[loads], t[loads], grp[loads], hit[loads], scored[loads], weight[loads]
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,10 +457,11 @@ def cache_traffic(group_sectors: GroupSectors, num_groups: int, *, sms: int,
     launch = _Launch(group_sectors, num_groups, sms * groups_per_sm, model.spl, sides)
     pilot = sorted({0, num_groups // 2, num_groups - 1})  # how long a group's stream is
     per_group = sum(launch.counts(pilot)) / len(pilot)
-    if (per_group + CALL_ENTRIES) * num_groups <= budget:
+    if (per_group + CALL_ENTRIES) * num_groups <= budget and not launch.weighted:
         return model.exact(launch, sms, groups_per_sm)
+    streamed = sum(launch.weighted_counts(pilot)) / len(pilot)  # what a stream stands for
     return model.sampled(launch, sms, groups_per_sm, grid=grid, per_group=per_group,
-                         budget=budget, load_total=load_sectors_total,
+                         streamed=streamed, budget=budget, load_total=load_sectors_total,
                          store_total=store_sectors_total, rng=np.random.default_rng(seed))
 
 
@@ -482,10 +511,10 @@ class _Model:
         parts, hits = [], 0
         for sm in range(min(sms, G)):
             groups = [g for w in range(waves) for g in _sm_groups(sm, w, sms, per_sm, G)]
-            sec, t, grp, hit, _ = _l1(launch, groups, self.l1_lines)
+            sec, t, grp, hit, _, _ = _l1(launch, groups, self.l1_lines)
             hits += int(hit.sum())
             parts.append((sec[~hit], t[~hit], grp[~hit], np.zeros(int((~hit).sum()), bool)))
-        sec, st, t, grp = launch.entries(range(G))
+        sec, st, t, grp, _ = launch.entries(range(G))
         parts.append((sec[st], t[st], grp[st], st[st]))
         sec, t, grp, is_store = (np.concatenate([p[i] for p in parts]) for i in range(4))
         order = np.lexsort((grp, t))
@@ -525,8 +554,8 @@ class _Model:
                 "store_sectors": (sec[is_store], 1.0),
                 "dram_read_bytes": (sec[read_miss], float(self.fetch * self.sector_bytes))}))
 
-    def sampled(self, launch: _Launch, sms: int, per_sm: int, *, grid, per_group, budget,
-                load_total, store_total, rng) -> CacheTraffic:
+    def sampled(self, launch: _Launch, sms: int, per_sm: int, *, grid, per_group, streamed,
+                budget, load_total, store_total, rng) -> CacheTraffic:
         G, W, spl, fetch = launch.num_groups, launch.wave_groups, self.spl, self.fetch
         waves = -(-G // W)
         lags = _probe_lags(grid, G)
@@ -535,8 +564,8 @@ class _Model:
         # (units: an SM's groups of one wave, after the SM's previous waves that stream an
         # L1's worth of sectors, at most 16, none where one group alone fills L1).
         l1_sectors = self.l1_lines * spl
-        warm_waves = (min(16, math.ceil(l1_sectors / (per_sm * max(per_group, 1))))
-                      if per_group < l1_sectors else 0)
+        warm_waves = (min(16, math.ceil(l1_sectors / (per_sm * max(streamed, 1))))
+                      if streamed < l1_sectors else 0)
         filling = min(waves, warm_waves + 1)
         wave_cost = per_sm * (per_group + CALL_ENTRIES)
         n_fill = max(1, int(budget / 6 // ((filling + 1) * wave_cost)))
@@ -560,17 +589,18 @@ class _Model:
             warm = [g for v in range(max(0, first - warm_waves), first)
                     for g in _sm_groups(sm, v, sms, per_sm, G)]
             after = _sm_groups(sm, end, sms, per_sm, G)  # they start as own groups end
-            sec, t, grp, hit, scored = _l1(launch, warm + own + after, self.l1_lines, most,
-                                           (own[0], own[-1]))
+            sec, t, grp, hit, scored, weight = _l1(launch, warm + own + after, self.l1_lines,
+                                                   most, (own[0], own[-1]))
             scored &= (grp >= own[0]) & (grp <= own[-1])
             take = scored & ~hit
-            tallies[int(first > 0)] += (len(own), scored.sum(), (hit & scored).sum())
+            tallies[int(first > 0)] += (len(own), weight[scored].sum(),
+                                        weight[hit & scored].sum())
             counted += own
-            misses.append((sec[take], t[take], grp[take]))
+            misses.append((sec[take], t[take], grp[take], weight[take]))
         # L1 hits per load, each stratum standing for its groups
         per_group_tally = tallies[:, 1:] / np.maximum(tallies[:, :1], 1)
         l1_loads, l1_hits = (np.asarray(stratum_groups)[:, None] * per_group_tally).sum(0)
-        m_sec, m_t, m_grp = (np.concatenate([m[i] for m in misses]) for i in range(3))
+        m_sec, m_t, m_grp, m_w = (np.concatenate([m[i] for m in misses]) for i in range(4))
 
         # Spread groups and their probes (one step back along each launch axis, and
         # forward within the wave, since a later group of the wave can come first): the
@@ -587,10 +617,10 @@ class _Model:
         found = launch.first_touches(groups, (spl, fetch, 1), one_in)
 
         def touches(which):
-            blk, st, t, grp = found[which]
+            blk, st, t, grp, stands = found[which]
             at = by_key[np.clip(np.searchsorted(keys[by_key], grp), 0, keys.size - 1)]
             weight = np.where(keys[at] == grp, np.asarray(weights)[at], 0.0)
-            return blk, st, t, grp, weight * np.where(st, 1, one_in)
+            return blk, st, t, grp, weight * np.where(st, 1, one_in) * stands
 
         def reuse(key, t, grp):
             """Time since the previous touch of the same key (lower group first at a tie)."""
@@ -637,22 +667,21 @@ class _Model:
         same = (m_sec[order][1:] == m_sec[order][:-1]) & (m_grp[order][1:] == m_grp[order][:-1])
         back[order[1:][same]] = np.diff(m_t[order])[same] >= window
 
-        n_load, n_store = launch.counts(counted)
+        n_load, n_store = launch.weighted_counts(counted)
         scale = G / max(len(counted), 1)
         loads_all = load_total if load_total is not None else n_load * scale
         stores_all = store_total if store_total is not None else n_store * scale
         hits = (l1_hits / l1_loads if l1_loads else 0.0) * loads_all
         from_l1 = loads_all - hits
-        per_miss = from_l1 / m_sec.size if m_sec.size else 0.0
-        dram_blocks = (w_b * p_miss)[read_miss].sum() + back.sum() * per_miss
+        per_miss = from_l1 / m_w.sum() if m_sec.size else 0.0
+        dram_blocks = (w_b * p_miss)[read_miss].sum() + m_w[back].sum() * per_miss
         block_bytes = fetch * self.sector_bytes
         first_writes = w_s[(w_s > 0) & st_s & np.isinf(rt_sec)].sum() * self.sector_bytes
         by_array = _breakdown(self.ranges, {
-            "l2_read_sectors_from_l1": (m_sec, per_miss),
+            "l2_read_sectors_from_l1": (m_sec, per_miss * m_w),
             "dram_read_bytes": (np.concatenate((blk[read_miss] * fetch, m_sec[back])),
                                 np.concatenate(((w_b * p_miss)[read_miss],
-                                                np.full(int(back.sum()), per_miss)))
-                                * block_bytes)})
+                                                per_miss * m_w[back])) * block_bytes)})
         return CacheTraffic(
             l1_load_hit_sectors=float(hits), l2_read_sectors_from_l1=float(from_l1),
             l2_read_sectors=float(from_l1 + fabric_reads),

@@ -62,6 +62,10 @@ PRINCIPAL = (
 # an L2 miss reads DRAM in 64-byte blocks (kernelcast.facts.caches.MEASURED_H100)
 DRAM_FETCH_BYTES = 64
 
+# lane addresses of one group the cache model takes at most: a longer group is seen
+# through an unbroken stretch of its loops' middle iterations (LaunchTrace.group_trace)
+CACHE_WINDOW = 1 << 18
+
 _SHARED = {"load": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
            "store": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"}
 
@@ -242,7 +246,7 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
         l1 = hw.l1_cache_bytes_per_sm - _carveout(occ, facts.shared_bytes + _reserved(hw))
         caches = cache_traffic(
             lambda g: group_sectors(trace, g, sector_bytes=hw.sector_bytes,
-                                    warp_size=hw.warp_size),
+                                    warp_size=hw.warp_size, window=CACHE_WINDOW),
             trace.num_groups, sms=hw.active_sms, groups_per_sm=max(occ.groups_per_sm, 1),
             l1_bytes=max(l1, 128), l2_bytes=hw.l2_cache_bytes, sector_bytes=hw.sector_bytes,
             dram_fetch_bytes=DRAM_FETCH_BYTES,

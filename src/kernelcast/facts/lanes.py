@@ -898,12 +898,16 @@ class LaunchTrace:
                 inst += step * int(block.env[name])
         return inst, lane
 
-    def group_trace(self, group, *, max_addresses: int | None = None) -> GroupTrace:
+    def group_trace(self, group, *, max_addresses: int | None = None,
+                    window: int | None = None) -> GroupTrace:
         """Addresses of every site at *group*. With *max_addresses*, where the group's
         addresses (instances × lanes × sites, over all instructions) would exceed it,
         each instruction keeps an evenly spread subset of its instances in proportion to
         its share (outer loops thinned first, one value drawn within each equal stretch
-        with a fixed seed), and ``scale`` says by how much to multiply."""
+        with a fixed seed), and ``scale`` says by how much to multiply. With *window*
+        instead, the loops keep an unbroken stretch of their iterations from their
+        middle, the same share of every loop (outer loops first), so that the
+        addresses stay near *window*: what a cache sees of a long loop."""
         group = self.group_index(group)
         insns = [i for i in self._instructions if not i.empty and i.sites]
         sizes = [len(i.sites) * self.threads_per_group * math.prod(
@@ -912,9 +916,20 @@ class LaunchTrace:
         if max_addresses is not None and sum(sizes) > max_addresses:
             caps = [max(max_addresses * size // (sum(sizes) * len(i.sites)),
                         self.threads_per_group) for i, size in zip(insns, sizes, strict=True)]
+        share = 1.0
+        if window is not None:  # what a cache sees: the global sites
+            wide = sum(size * sum(p.site.space == "global" for p in i.sites) // len(i.sites)
+                       for i, size in zip(insns, sizes, strict=True))
+            share = min(1.0, window / wide) if wide else 1.0
         addresses, scale, stamps, owners = {}, {}, [], []
         for insn, cap in zip(insns, caps, strict=True):
-            block, factor = self.instruction_block(insn, group, max_addresses=cap)
+            if share < 1.0:
+                values = _stretch(insn, share)
+                block, _ = self.instruction_block(insn, group, values=values)
+                factor = math.prod(hi - lo + 1 for lo, hi in (insn.boxes[n] for n in insn.seq)
+                                   ) / math.prod(len(v) for v in values)
+            else:
+                block, factor = self.instruction_block(insn, group, max_addresses=cap)
             values = block.values
             active = block.active()
             rows = active.any(axis=1)
@@ -1012,6 +1027,25 @@ def _kept(insn: _Instruction, sizes: list, lanes: int, cap: int | None, seed: tu
         budget = max(budget // m, 1)
     factor = math.prod(sizes) / math.prod(len(v) for v in kept)
     return kept, factor
+
+
+#: a loop is seen through a stretch only where it is longer than twice this, and the
+#: stretch keeps at least this many iterations: reuse between nearby iterations stays whole
+STRETCH_MIN = 32
+
+
+def _stretch(insn: _Instruction, share: float) -> list:
+    """Values kept of each sequential iname, outer first: an unbroken stretch from the
+    middle of each long loop, about *share* of the instances in all (an outer loop kept
+    to fewer than that share passes the rest on to the loops inside it)."""
+    kept, left = [], share
+    for lo, hi in (insn.boxes[i] for i in insn.seq):
+        n = hi - lo + 1
+        m = n if n <= 2 * STRETCH_MIN else min(n, max(STRETCH_MIN, round(n * left)))
+        first = lo + (n - m) // 2
+        kept.append(np.arange(first, first + m, dtype=np.int64))
+        left = min(1.0, left * n / m)
+    return kept
 
 
 def _stamps(insn: _Instruction, values: list) -> np.ndarray:

@@ -559,16 +559,19 @@ def vector_merges(trace: LaunchTrace, *, vector_bytes: int = 16) -> dict:
 
 
 def group_sectors(trace: LaunchTrace, group, *, sector_bytes: int = 32, warp_size: int = 32,
-                  max_addresses: int | None = None, merge_repeats: bool = True
-                  ) -> tuple[np.ndarray, np.ndarray]:
+                  max_addresses: int | None = None, merge_repeats: bool = True,
+                  window: int | None = None) -> tuple[np.ndarray, ...]:
     """(load sectors, store sectors) of one group's global accesses: int64 sector ids
     (byte address // *sector_bytes*, in the launch's one address space) in execution
     order — instance by instance, in each the sites in order, in each the warps in order,
     in each its distinct sectors ascending — one entry per (request, sector). With
     *max_addresses*, large instructions keep a subset of their instances (see
     LaunchTrace.group_trace). *merge_repeats* leaves out the loads that repeat an earlier
-    load of the same lane (``Site.repeats``): the compiled code does not issue them."""
-    traced = trace.group_trace(group, max_addresses=max_addresses)
+    load of the same lane (``Site.repeats``): the compiled code does not issue them.
+    With *window*, the loops keep an unbroken stretch of their middle iterations (about
+    *window* lane addresses in all, LaunchTrace.group_trace) and two float arrays follow:
+    how many of the group's entries each load and each store entry stands for."""
+    traced = trace.group_trace(group, max_addresses=max_addresses, window=window)
     parts = {"load": [], "store": []}
     for site in trace.sites:
         if site.space != "global" or site.id not in traced.addresses:
@@ -581,14 +584,21 @@ def group_sectors(trace: LaunchTrace, group, *, sector_bytes: int = 32, warp_siz
         new[..., 1:] &= units[..., 1:] != units[..., :-1]
         row, warp, _ = np.nonzero(new)
         parts[site.direction].append((traced.order[site.id][row], np.full(len(row), site.id),
-                                      warp, units[new]))
-    out = []
+                                      warp, units[new],
+                                      np.full(len(row), traced.scale.get(site.id, 1.0))))
+    out, weights = [], []
     for direction in ("load", "store"):
         if not parts[direction]:
             out.append(np.zeros(0, dtype=np.int64))
+            weights.append(np.zeros(0))
             continue
-        rank, ids, warp, sector = (np.concatenate(c) for c in zip(*parts[direction],
-                                                                  strict=True))
-        order = np.lexsort((sector, warp, ids, rank))
+        rank, ids, _, sector, weight = (np.concatenate(c) for c in zip(*parts[direction],
+                                                                       strict=True))
+        # each site's entries are in (instance, warp, sector) order already: merge the
+        # sites by instance, then site
+        order = np.argsort(rank * (int(ids.max()) + 1) + ids, kind="stable")
         out.append(sector[order].astype(np.int64))
-    return out[0], out[1]
+        weights.append(weight[order])
+    if window is None:
+        return out[0], out[1]
+    return out[0], out[1], weights[0], weights[1]
