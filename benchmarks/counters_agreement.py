@@ -3,10 +3,12 @@ data/<gpu>/counters/counters.json.xz (benchmarks/counters_gpu.py) predicted agai
 without a GPU, from its kernel (rebuilt from data/counters-plan.json.xz), and compared
 metric by metric.
 
-  python benchmarks/counters_agreement.py [--gpu h100] [--jobs N] [--only REGEX]
+  python benchmarks/counters_agreement.py [--gpu h100] [--held-out] [--jobs N] [--only REGEX]
       predicts every launch (in N processes), prints per metric the share of launches
       within ±20% of the counter (registers: within 2) by kernel family, and the launches
       furthest off; writes data/<gpu>/counters/agreement.json (what docs/results.md shows).
+      --held-out: the launches of data/counters-held-out-plan.json.xz instead, profiled
+      into data/<gpu>/counters-held-out/ (kernels kernelcast.facts was not developed on).
 
 A metric enters a launch's comparison where ncu reported it and the prediction has it; a
 launch whose counter and prediction are both below the metric's floor (FLOORS: counts
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 PLAN = ROOT / "data" / "counters-plan.json.xz"
+HELD_OUT_PLAN = ROOT / "data" / "counters-held-out-plan.json.xz"
 
 #: metric -> (target share, what "agrees" means); the issue's targets
 TARGETS = {
@@ -164,17 +167,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100", help="the GPU whose counters to compare "
                         "(data/GPU/counters/counters.json.xz; default h100)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="compare the held-out launches (data/counters-held-out-plan"
+                        ".json.xz, data/GPU/counters-held-out/) instead")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="processes that predict (default: every core)")
     parser.add_argument("--only", help="only launches whose label matches this regex")
     parser.add_argument("--out", type=Path, help="where to write the agreement document "
                         "(default data/GPU/counters/agreement.json)")
     args = parser.parse_args()
-    folder = ROOT / "data" / args.gpu / "counters"
+    folder = ROOT / "data" / args.gpu / ("counters-held-out" if args.held_out else "counters")
     document = load(folder / "counters.json.xz")
     measured = {r["index"]: r["counters"] for r in document["launches"]
                 if r.get("status") == "ok"}
-    plan = [e for e in load(PLAN) if "error" not in e and e["index"] in measured
+    plan = [e for e in load(HELD_OUT_PLAN if args.held_out else PLAN)
+            if "error" not in e and e["index"] in measured
             and (not args.only or re.search(args.only, e["label"]))]
     for entry in plan:
         entry["gpu"] = args.gpu

@@ -10,6 +10,9 @@ work-group shape in it is profiled at least once.
   plan OUT.json (no GPU): the launch list, each entry enough to rebuild its kernel
       without a GPU (``kernel_of``), and, made in parallel, its CUDA code, launch geometry
       and arrays, so that the GPU machine only compiles and launches.
+      --held-out PLAN.json: launches none of PLAN's are: the next random kernels of each
+      set and other variants of every tuning and corpus family (what kernelcast.facts
+      was not developed on).
   run PLAN.json (under ncu; needs cupy): each planned launch in order, compiled with NVRTC
       by the CUDA backend, its inputs random in [0.5, 1.5), launched once. A failure is
       one line on stderr and the run goes on; --log records each launch just before it.
@@ -43,6 +46,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 RANDOM_PER_SET = 40
 VARIANTS_PER_FAMILY = 20
 VARIANTS_PER_CORPUS_FAMILY = 12
+# a held-out plan (plan --held-out): random kernels after those of the plan, and other
+# variants of each family
+HELD_OUT_RANDOM_PER_SET = 20
+HELD_OUT_VARIANTS_PER_FAMILY = 12
 
 # The counters the facts predict, and what explains them (each name checked against the
 # raw page of ncu 2025.3; a name ncu refuses is dropped and recorded).
@@ -82,11 +89,11 @@ METRICS = (
 
 # {{{ the plan
 
-def _random_entries() -> list[dict]:
+def _random_entries(numbers=range(RANDOM_PER_SET)) -> list[dict]:
     from kernelcast.suites.random_kernels import SETS, drawn_size
 
     return [{"kind": "random", "set": s, "number": i, "n": drawn_size(s, i)}
-            for s in SETS for i in range(RANDOM_PER_SET)]
+            for s in SETS for i in numbers]
 
 
 def _spread(items: list, count: int, key) -> list:
@@ -104,19 +111,29 @@ def _spread(items: list, count: int, key) -> list:
     return chosen
 
 
-def _family_entries() -> list[dict]:
+def _family_entries(taken: list | None = None) -> list[dict]:
+    """Variants of every tuning and corpus family spread over its space; with *taken*
+    (plan entries), HELD_OUT_VARIANTS_PER_FAMILY others of each, none of *taken*."""
     from kernelcast.tune.corpus import CORPUS
     from kernelcast.tune.families import FAMILIES
-    from kernelcast.tune.space import invalid
+    from kernelcast.tune.space import invalid, variant_key
 
+    used = {(e["family"], variant_key(e["variant"])) for e in taken or ()
+            if e["kind"] in ("family", "corpus")}
     entries = []
     for corpus, families, count in ((False, FAMILIES, VARIANTS_PER_FAMILY),
                                     (True, CORPUS, VARIANTS_PER_CORPUS_FAMILY)):
         for fam in families.values():
             valid = [v for v in fam.space.variants()
-                     if not invalid(v, fam.space, max_group_size=1024)]
+                     if not invalid(v, fam.space, max_group_size=1024)
+                     and (fam.name, variant_key(v)) not in used]
             shape = (lambda v, fam=fam: tuple(v[f"{a.iname}.group"] for a in fam.space.axes))
-            for variant in _spread(valid, count, shape):
+            if taken is None:
+                chosen = _spread(valid, count, shape)
+            else:  # evenly spread, half a step in
+                count = min(HELD_OUT_VARIANTS_PER_FAMILY, len(valid))
+                chosen = [valid[int((k + 0.5) * len(valid) / count)] for k in range(count)]
+            for variant in chosen:
                 entries.append({"kind": "corpus" if corpus else "family",
                                 "family": fam.name, "variant": variant,
                                 "params": dict(fam.params)})
@@ -189,8 +206,13 @@ def _built(entry: dict) -> dict:
         return {**entry, "label": label(entry), "error": f"{type(err).__name__}: {err}"[:300]}
 
 
-def plan(out: Path, jobs: int) -> int:
-    entries = _suite_entries() + _random_entries() + _family_entries()
+def plan(out: Path, jobs: int, held_out: Path | None = None) -> int:
+    if held_out is None:
+        entries = _suite_entries() + _random_entries() + _family_entries()
+    else:
+        entries = (_random_entries(range(RANDOM_PER_SET,
+                                         RANDOM_PER_SET + HELD_OUT_RANDOM_PER_SET))
+                   + _family_entries(load(held_out)))
     began = time.monotonic()
     with ProcessPoolExecutor(jobs) as pool:
         built = list(pool.map(_built, entries, chunksize=4))
@@ -349,6 +371,9 @@ def main() -> int:
     p.add_argument("out", type=Path, help="the plan file to write (.json, xz-compressed)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="processes that generate code (default: every core)")
+    p.add_argument("--held-out", type=Path, metavar="PLAN",
+                   help="plan launches that PLAN does not have (random kernels after "
+                   "its own, other variants of every family)")
     p = sub.add_parser("run", help="launch planned kernels once each (what ncu profiles)")
     p.add_argument("plan", type=Path, help="the plan file")
     p.add_argument("--log", type=Path, help="append one line per launch to this file")
@@ -364,7 +389,7 @@ def main() -> int:
                    help="seconds after which no further chunk starts (default 540)")
     args = parser.parse_args()
     if args.verb == "plan":
-        return plan(args.out, args.jobs)
+        return plan(args.out, args.jobs, args.held_out)
     if args.verb == "run":
         return run(args.plan, args.log, args.first, args.count)
     return measure(args.plan, args.out, args.chunk, args.budget, args.first, args.count)

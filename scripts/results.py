@@ -2245,52 +2245,67 @@ def section_hardware_facts() -> list[str]:
            "(registers: within 2; counts too small to matter, such as a few KiB of DRAM "
            "traffic, agree when both sides are below them). *ncu again*: how often a "
            "second profile of the same launches agrees with the first under the same "
-           "rule — the counters' own run-to-run spread, a ceiling for any prediction.", ""]
+           "rule — the counters' own run-to-run spread, a ceiling for any prediction. "
+           "The held-out table is of launches that were profiled after the facts were "
+           "built and not used to build them.", ""]
     for gpu in GPUS:
         path = DATA / gpu / "counters" / "agreement.json"
         if not path.exists():
             out += [f"**{GPU_LABEL[gpu]}**: not profiled yet ({missing(path)}).", ""]
             continue
-        doc = json.loads(path.read_text())
-        rows = []
-        for metric, row in doc["metrics"].items():
-            fams = row["families"]
-
-            def share(prefix, fams=fams):
-                keys = [k for k in fams if prefix is None and k == "all"
-                        or prefix is not None and k.startswith(prefix + ":")]
-                n = sum(fams[k]["launches"] for k in keys)
-                a = sum(fams[k]["agree"] for k in keys)
-                return f"{a / n:.0%} ({n})" if n else "–"
-
-            again = doc.get("repeat", {}).get(metric)
-            rows.append([FACT_LABELS.get(metric, metric), f"`{metric}`",
-                         "–" if row["target"] is None else f"{row['target']:.0%}",
-                         share(None), *(share(p) for p, _ in FACT_GROUPS),
-                         f"{again['agree'] / again['launches']:.0%}" if again else "–"])
-        out += [f"**{GPU_LABEL[gpu]}** ({doc['device']}, driver {doc['driver']}, "
-                f"{(doc['ncu'] or '').split(' (')[0].replace('Version ', 'Nsight Compute ')}, "
-                f"profiled {(doc['profiled'] or '')[:10]}, `{rel(path)}` "
-                f"({file_commit(path)}); {doc['predicted']} of {doc['launches']} launches "
-                "predicted). Share of launches within ±20% (launches compared):", "",
-                table(["quantity", "Nsight Compute metric", "target", "all",
-                       *(label for _, label in FACT_GROUPS), "ncu again"], rows,
-                      ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
-        worst = []
-        for metric, items in doc.get("worst", {}).items():
-            if not items:
-                continue
-            shown = ", ".join(
-                f"{w['launch']} (measured 0)" if not w["measured"] else
-                f"{w['launch']} (predicted 0, measured {w['measured']:.3g})"
-                if not w["predicted"] else
-                f"{w['launch']} ({w['predicted'] / w['measured']:.2g}×)" for w in items[:3])
-            why = FACT_WHY.get(metric)
-            worst.append(f"- {FACT_LABELS.get(metric, metric)}: {shown}"
-                         + (f". Why: {why}." if why else ""))
-        if worst:
-            out += ["Furthest off per metric (predicted / measured), and why:", "", *worst, ""]
+        out += _facts_table(path, f"**{GPU_LABEL[gpu]}**", worst=True)
+        held = DATA / gpu / "counters-held-out" / "agreement.json"
+        if held.exists():
+            out += _facts_table(held, f"**{GPU_LABEL[gpu]}, held out** (launches of "
+                                "`benchmarks/counters_gpu.py plan --held-out`: random "
+                                "kernels and family variants that kernelcast.facts was "
+                                "not developed on)", worst=False)
     out += _facts_speed()
+    return out
+
+
+def _facts_table(path: Path, title: str, *, worst: bool) -> list[str]:
+    """One agreement document of benchmarks/counters_agreement.py as a table (and its
+    furthest launches with *worst*)."""
+    doc = json.loads(path.read_text())
+    rows = []
+    for metric, row in doc["metrics"].items():
+        fams = row["families"]
+
+        def share(prefix, fams=fams):
+            keys = [k for k in fams if prefix is None and k == "all"
+                    or prefix is not None and k.startswith(prefix + ":")]
+            n = sum(fams[k]["launches"] for k in keys)
+            a = sum(fams[k]["agree"] for k in keys)
+            return f"{a / n:.0%} ({n})" if n else "–"
+
+        again = doc.get("repeat", {}).get(metric)
+        rows.append([FACT_LABELS.get(metric, metric), f"`{metric}`",
+                     "–" if row["target"] is None else f"{row['target']:.0%}",
+                     share(None), *(share(p) for p, _ in FACT_GROUPS),
+                     f"{again['agree'] / again['launches']:.0%}" if again else "–"])
+    out = [f"{title} ({doc['device']}, driver {doc['driver']}, "
+           f"{(doc['ncu'] or '').split(' (')[0].replace('Version ', 'Nsight Compute ')}, "
+           f"profiled {(doc['profiled'] or '')[:10]}, `{rel(path)}` "
+           f"({file_commit(path)}); {doc['predicted']} of {doc['launches']} launches "
+           "predicted). Share of launches within ±20% (launches compared):", "",
+           table(["quantity", "Nsight Compute metric", "target", "all",
+                  *(label for _, label in FACT_GROUPS), "ncu again"], rows,
+                 ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
+    lines = []
+    for metric, items in doc.get("worst", {}).items() if worst else ():
+        if not items:
+            continue
+        shown = ", ".join(
+            f"{w['launch']} (measured 0)" if not w["measured"] else
+            f"{w['launch']} (predicted 0, measured {w['measured']:.3g})"
+            if not w["predicted"] else
+            f"{w['launch']} ({w['predicted'] / w['measured']:.2g}×)" for w in items[:3])
+        why = FACT_WHY.get(metric)
+        lines.append(f"- {FACT_LABELS.get(metric, metric)}: {shown}"
+                     + (f". Why: {why}." if why else ""))
+    if lines:
+        out += ["Furthest off per metric (predicted / measured), and why:", "", *lines, ""]
     return out
 
 

@@ -334,6 +334,26 @@ def test_a_window_keeps_an_unbroken_middle_stretch_of_long_loops():
     assert loads.tolist() == group_sectors(short, 1)[0].tolist() and np.all(weight == 1.0)
 
 
+def test_a_load_that_does_not_change_along_a_loop_is_loaded_once_before_it():
+    # out[i, j] = x[i] * y[j], two rows a work-item (a loop over i_inner): y[j] is the
+    # same at both rows and the kernel never writes y, so the compiled code loads it once
+    knl = _make("{[i, j]: 0 <= i, j < n}", "out[i, j] = x[i] * y[j]",
+                [lp.GlobalArg("x, y", F32, shape="n"),
+                 lp.GlobalArg("out", F32, shape=("n", "n")), lp.ValueArg("n", np.int32)])
+    knl = lp.split_iname(knl, "j", 32, outer_tag="g.0", inner_tag="l.0")
+    knl = lp.split_iname(knl, "i", 2, outer_tag="g.1")
+    trace = LaunchTrace(knl, {"n": 64})
+    by = {s.array: s for s in trace.sites}
+    assert by["y"].hoisted == ("i_inner",) and by["x"].hoisted == ()
+    traffic = {t.site.array: t for t in warp_traffic(trace).sites}
+    groups = 2 * 32
+    # one warp a group: y once (4 sectors), x at each row (a broadcast: 1 sector)
+    assert (traffic["y"].requests, traffic["y"].sectors) == (groups, 4 * groups)
+    assert (traffic["x"].requests, traffic["x"].sectors) == (2 * groups, 2 * groups)
+    loads, _ = group_sectors(trace, 5)
+    assert loads.size == 4 + 2  # y's 4 sectors once, x's sector at each row
+
+
 def test_instance_sampling_keeps_a_spread_subset():
     trace = LaunchTrace(K.matmul_naive((16, 16)), {"n": 512})
     full = trace.group_trace(3)

@@ -100,7 +100,10 @@ class Site:
     at the launch's parameters; ``random`` that some index is read from data and drawn;
     ``repeats`` names an earlier load site whose element this load reads again in the same
     loop iteration, with no store to the array (nor, for a local array, a barrier) between:
-    a load compilers usually reuse (counted here all the same)."""
+    a load compilers usually reuse (counted here all the same). ``hoisted`` names the
+    enclosing loops a load of an array the kernel never writes does not change along
+    (neither its index nor its guards; the loops inside them that it does change along
+    short enough to unroll): the compiler loads it once, before them."""
 
     id: int
     insn_id: str
@@ -112,6 +115,7 @@ class Site:
     affine: bool
     random: bool
     repeats: int | None = None
+    hoisted: tuple[str, ...] = ()
 
     @property
     def access_bytes(self) -> int:
@@ -599,6 +603,7 @@ class LaunchTrace:
                     self._instructions.append(plan)
         self._plans = {p.site.id: (insn, p) for insn in self._instructions for p in insn.sites}
         self._mark_repeats()
+        self._mark_hoisted()
         self._invariant: dict = {}
         self.sites = tuple(p.site for insn in self._instructions for p in insn.sites)
 
@@ -632,6 +637,32 @@ class LaunchTrace:
                     plan.site = replace(site, repeats=earlier)
                     continue
             seen[key] = site_id
+
+    def _mark_hoisted(self) -> None:
+        """Set Site.hoisted (see Site)."""
+        from dataclasses import replace
+
+        written = {p.site.array for _, p in self._plans.values()
+                   if p.site.direction == "store"}
+        for insn, plan in self._plans.values():
+            site = plan.site
+            if (site.direction != "load" or site.space != "global" or site.random
+                    or site.array in written or site.repeats is not None):
+                continue
+            guards = set()
+            for pred in insn.predicates:
+                guards |= {str(d) for d in get_dependencies(pred)}
+            reads = set(plan.deps)
+            hoisted = []
+            for d, loop in enumerate(insn.seq):
+                inner = insn.seq[d + 1:]
+                if loop in reads or loop in guards or any(
+                        n in reads and insn.boxes[n][1] - insn.boxes[n][0] + 1 > UNROLLED
+                        for n in inner):
+                    continue
+                hoisted.append(loop)
+            if hoisted:
+                plan.site = replace(site, hoisted=tuple(hoisted))
 
     # {{{ set-up
 
@@ -938,8 +969,20 @@ class LaunchTrace:
             for plan in insn.sites:
                 addr = np.broadcast_to(self.lane_addresses(block, plan, group), block.shape)
                 addr = addr.reshape(-1, block.shape[-1])[rows]
-                addresses[plan.site.id] = np.where(active[rows], addr, -1)
-                scale[plan.site.id] = factor
+                live = active[rows]
+                kept = factor
+                if plan.site.hoisted:  # loaded at the first iteration of those loops only
+                    first = np.ones(block.shape[:-1], bool)
+                    for loop in plan.site.hoisted:
+                        d = insn.seq.index(loop)
+                        shape = [1] * len(values)
+                        shape[d] = -1
+                        first = first & (values[d] == values[d][0]).reshape(shape)
+                        lo, hi = insn.boxes[loop]
+                        kept *= len(values[d]) / (hi - lo + 1)
+                    live = live & first.reshape(-1)[rows][:, None]
+                addresses[plan.site.id] = np.where(live, addr, -1)
+                scale[plan.site.id] = kept
         order = {}
         if stamps:
             width = max(s.shape[1] for s in stamps)
@@ -1028,6 +1071,9 @@ def _kept(insn: _Instruction, sizes: list, lanes: int, cap: int | None, seed: tu
     factor = math.prod(sizes) / math.prod(len(v) for v in kept)
     return kept, factor
 
+
+#: the trip counts up to which the compiler is taken to unroll a loop whole (Site.hoisted)
+UNROLLED = 32
 
 #: a loop is seen through a stretch only where it is longer than twice this, and the
 #: stretch keeps at least this many iterations: reuse between nearby iterations stays whole

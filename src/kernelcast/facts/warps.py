@@ -269,7 +269,18 @@ def _group_counts(trace: LaunchTrace, group: tuple, options: dict) -> dict:
                 out[site.id] = [0, 0, 0, 0, False]
                 continue
             merge = merges.get(site.id)
-            if merge is None:
+            if merge is None and site.hoisted:  # one load before the loops it is out of
+                insn = trace.instruction_of(site.id)
+                values, kept = list(block.values), thinned
+                for loop in site.hoisted:
+                    d = block.inames.index(loop)
+                    lo, hi = insn.boxes[loop]
+                    kept *= len(values[d]) / (hi - lo + 1)
+                    values[d] = values[d][:1]
+                first, _ = trace.instruction_block(insn, group, values=values)
+                out[site.id] = _site_counts(trace, group, first, kept, plan,
+                                            site.access_bytes, {}, options)
+            elif merge is None:
                 out[site.id] = _site_counts(trace, group, block, thinned, plan,
                                             site.access_bytes, rows, options)
             else:
