@@ -2220,8 +2220,12 @@ FACT_WHY = {
     "at n = 2048: 20-90% of it measured) where the model keeps it all",
     "smsp__inst_executed.sum": "the slow paths of library code (pow of doubles) are taken "
     "to be skipped; pairwise's loop is not explained yet",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "axpy with two items per work-item "
-    "counts 7 wavefronts per warp that no instruction of its SASS accounts for",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "kernels without shared memory "
+    "whose work-items store several elements (axpy, stencil2d, outer, volume3d with "
+    "per_item > 1) count one to two wavefronts per warp for each store beyond the first "
+    "(7 a warp for axpy with two items, 13 for stencil2d with four), which no shared "
+    "access of their SASS makes and ncu's per-instruction source counters do not break "
+    "down",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "nvcc splits the fetch loops of "
     "finite_difference and convolution into several predicated copies",
 }
