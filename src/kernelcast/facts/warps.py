@@ -593,9 +593,9 @@ def group_sectors(trace: LaunchTrace, group, *, sector_bytes: int = 32, warp_siz
         units = np.sort(_units(lanes, site.access_bytes, sector_bytes), axis=-1)
         new = units >= 0
         new[..., 1:] &= units[..., 1:] != units[..., :-1]
-        row, warp, _ = np.nonzero(new)
+        row, _, _ = np.nonzero(new)
         parts[site.direction].append((traced.order[site.id][row], np.full(len(row), site.id),
-                                      warp, units[new],
+                                      units[new],
                                       np.full(len(row), traced.scale.get(site.id, 1.0))))
     out, weights = [], []
     for direction in ("load", "store"):
@@ -603,8 +603,8 @@ def group_sectors(trace: LaunchTrace, group, *, sector_bytes: int = 32, warp_siz
             out.append(np.zeros(0, dtype=np.int64))
             weights.append(np.zeros(0))
             continue
-        rank, ids, _, sector, weight = (np.concatenate(c) for c in zip(*parts[direction],
-                                                                       strict=True))
+        rank, ids, sector, weight = (np.concatenate(c) for c in zip(*parts[direction],
+                                                                    strict=True))
         # each site's entries are in (instance, warp, sector) order already: merge the
         # sites by instance, then site
         order = np.argsort(rank * (int(ids.max()) + 1) + ids, kind="stable")
