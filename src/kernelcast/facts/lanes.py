@@ -972,15 +972,14 @@ class LaunchTrace:
                 live = active[rows]
                 kept = factor
                 if plan.site.hoisted:  # loaded at the first iteration of those loops only
+                    firsts, share = hoisted_values(insn, values, plan.site.hoisted)
                     first = np.ones(block.shape[:-1], bool)
-                    for loop in plan.site.hoisted:
-                        d = insn.seq.index(loop)
+                    for d, (v, f) in enumerate(zip(values, firsts, strict=True)):
                         shape = [1] * len(values)
                         shape[d] = -1
-                        first = first & (values[d] == values[d][0]).reshape(shape)
-                        lo, hi = insn.boxes[loop]
-                        kept *= len(values[d]) / (hi - lo + 1)
+                        first = first & np.isin(v, f).reshape(shape)
                     live = live & first.reshape(-1)[rows][:, None]
+                    kept *= share
                 addresses[plan.site.id] = np.where(live, addr, -1)
                 scale[plan.site.id] = kept
         order = {}
@@ -1070,6 +1069,19 @@ def _kept(insn: _Instruction, sizes: list, lanes: int, cap: int | None, seed: tu
         budget = max(budget // m, 1)
     factor = math.prod(sizes) / math.prod(len(v) for v in kept)
     return kept, factor
+
+
+def hoisted_values(insn: _Instruction, values: list, loops) -> tuple[list, float]:
+    """*values* (of the instruction's sequential inames) with each of *loops* kept at
+    its first value, and the share of the loops' instances those stand for (Site.hoisted:
+    a load made once before them)."""
+    values, share = list(values), 1.0
+    for loop in loops:
+        d = insn.seq.index(loop)
+        lo, hi = insn.boxes[loop]
+        share *= len(values[d]) / (hi - lo + 1)
+        values[d] = values[d][:1]
+    return values, share
 
 
 #: the trip counts up to which the compiler is taken to unroll a loop whole (Site.hoisted)

@@ -62,7 +62,7 @@ from fractions import Fraction
 import numpy as np
 
 from kernelcast.errors import UsageError
-from kernelcast.facts.lanes import LaunchTrace, Site
+from kernelcast.facts.lanes import LaunchTrace, Site, hoisted_values
 
 #: Nsight Compute counters predicted, keyed by (space, direction, quantity).
 COUNTERS = {
@@ -271,14 +271,9 @@ def _group_counts(trace: LaunchTrace, group: tuple, options: dict) -> dict:
             merge = merges.get(site.id)
             if merge is None and site.hoisted:  # one load before the loops it is out of
                 insn = trace.instruction_of(site.id)
-                values, kept = list(block.values), thinned
-                for loop in site.hoisted:
-                    d = block.inames.index(loop)
-                    lo, hi = insn.boxes[loop]
-                    kept *= len(values[d]) / (hi - lo + 1)
-                    values[d] = values[d][:1]
+                values, share = hoisted_values(insn, block.values, site.hoisted)
                 first, _ = trace.instruction_block(insn, group, values=values)
-                out[site.id] = _site_counts(trace, group, first, kept, plan,
+                out[site.id] = _site_counts(trace, group, first, thinned * share, plan,
                                             site.access_bytes, {}, options)
             elif merge is None:
                 out[site.id] = _site_counts(trace, group, block, thinned, plan,
