@@ -37,7 +37,10 @@ Executed counts (``CompilerFacts.dynamic_counts``) tie the SASS to the source:
 
    Where nvcc wrote a loop once per branch of a ``?:`` in its bound, the copies of
    one version share its passes equally; a loop of inlined library code (``sinf``'s
-   reduction of huge arguments) is taken to be skipped.
+   reduction of huge arguments) and a block that calls a division's slow path (taken
+   for denormal, infinite or out-of-range operands) are taken to be skipped. A loop's
+   counter is the one its backward branch's predicate compares, wherever in the loop
+   that comparison is (a division's checks split the body into many blocks).
 
 A block's executions times its instructions give the warp-level instructions executed
 (Nsight Compute's ``smsp__inst_executed.sum``) and, by class, the
@@ -923,11 +926,19 @@ def _counter_step(blocks, latch, body) -> int:
     if not pred:
         return 1
     compared = None
-    for insn in reversed(index[latch].instructions[:-1]):
-        if insn.base in ("ISETP", "UISETP") and insn.operands.split(",")[0].strip() == pred:
-            regs = [o.strip() for o in insn.operands.split(",")[2:4]]
-            compared = [r.split(".")[0] for r in regs if re.fullmatch(r"U?R\d+(\.reuse)?", r)]
-            break
+    # the predicate is set in the latch or, where the body's blocks end in the
+    # division's slow-path checks, earlier in the body
+    searched = [*reversed(index[latch].instructions[:-1])] + [
+        i for b in sorted(body, reverse=True) if b != latch
+        for i in reversed(index[b].instructions)]
+    for insn in searched:
+        if insn.operands.split(",")[0].strip() != pred:
+            continue
+        if insn.base not in ("ISETP", "UISETP"):
+            break  # the nearest write of the predicate compares no counter
+        regs = [o.strip() for o in insn.operands.split(",")[2:4]]
+        compared = [r.split(".")[0] for r in regs if re.fullmatch(r"U?R\d+(\.reuse)?", r)]
+        break
     if not compared:
         return 1
     writes = [(i, [o.strip().split(".")[0] for o in i.operands.split(",")]) for i in insns
@@ -994,7 +1005,8 @@ def _region(block, blocks, loops, node_of, holder, unroll, per_copy, at) -> _Reg
     home = at.get(votes.most_common(1)[0][0]) if votes else None
     # the SASS loops around the block, and their source loops
     around = [node_of[(h, la)] for h, la, body in loops if block.index in body]
-    if any(n is None for n in around):  # a loop of inlined library code: not taken
+    if any(n is None for n in around) or _slow_path(block):
+        # a loop of inlined library code, or the call of a slow path: not taken
         return _Region((), None, 1, 0, None, (), library=True)
     around = [n for n in around if n is not None]
     sass_loop_key = holder.get(block.index)
@@ -1031,6 +1043,14 @@ def _region(block, blocks, loops, node_of, holder, unroll, per_copy, at) -> _Reg
         versions = _versions(target, blocks, loops, node_of, unroll, per_copy, at)
     return _Region(tuple(chain), inner, unroll.get(sass_loop_key, 1) if inner else 1,
                    copy, copy_loop, versions)
+
+
+def _slow_path(block) -> bool:
+    """Whether the block calls a library slow path (the divisions' ``..._slowpath`` and
+    ``..._div_rn_f64_full``, for operands their fast path cannot take: denormals,
+    infinities, huge quotients), which typical data skip."""
+    return any(i.base == "CALL" and ("slowpath" in i.operands or "_full)" in i.operands)
+               for i in block.instructions)
 
 
 def _exclusive(block, node: Node, at) -> bool:
