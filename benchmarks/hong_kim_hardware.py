@@ -110,9 +110,16 @@ def derive(gpu: str, data: Path) -> dict:
         "l2_cache_bytes": device["l2CacheSize"],
         "l1_cache_bytes_per_sm": L1_BYTES,
         "compute_capability": f"{device['major']}.{device['minor']}",
+        "dram_peak_bandwidth": device["memoryClockRate"] * 1e3 * 2
+        * device["memoryBusWidth"] / 8,
+        "issue_per_sm_cycle": ISSUE_PER_SM_CYCLE,
         "sources": {
             "sector_bytes": SECTOR_SOURCE,
             "l1_cache_bytes_per_sm": L1_SOURCE,
+            "dram_peak_bandwidth": f"data/{gpu}/cuda-device.json (CUDA device properties): "
+                                   "memoryClockRate × 2 (double data rate) × "
+                                   "memoryBusWidth / 8",
+            "issue_per_sm_cycle": ISSUE_SOURCE,
             "mem_ld": f"{measured}: chain global, {few} work-groups, "
                       f"{per_step * 1e9:.1f} ns per dependent load",
             "mem_bandwidth": f"{measured}: global_access copy, n={copy['params']['n']}",
@@ -139,6 +146,13 @@ L1_SOURCE = ("NVIDIA Hopper Tuning Guide, 1.4.3.2: the combined L1 cache, textur
 SECTOR_BYTES = 32
 SECTOR_SOURCE = ("CUDA C++ Programming Guide, compute capability 9.0 global memory: "
                  "requests are served in 32-byte sectors")
+
+
+# not reported by the device: warp instructions an SM issues per cycle at most
+ISSUE_PER_SM_CYCLE = 4
+ISSUE_SOURCE = ("CUDA C++ Programming Guide, throughput of native arithmetic instructions, "
+                "compute capability 9.0: 128 32-bit floating-point results per clock per "
+                "SM, 4 warp instructions (one per SM sub-partition's scheduler)")
 
 
 def main():

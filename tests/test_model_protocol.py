@@ -1,7 +1,9 @@
 """Every registered model through the same checks: keyword-only construction, refusal to
 predict when unfitted, explain summing to predict, a profile round trip, and two fits of the
 same data giving bit-identical results. The data are the H100 OpenCL measurements
-committed under data/ (small subsets, so the extended model's fit stays quick)."""
+committed under data/ (small subsets, so the extended model's fit stays quick); the facts
+model's launches are read from data/h100/facts-summaries.json.xz, which
+tests/test_facts_model.py checks against what the facts predict now."""
 
 import json
 import warnings
@@ -18,9 +20,28 @@ from kernelcast.profile import load_profile, save_profile
 from kernelcast.suites import kernels
 
 H100 = "data/h100/opencl.sqlite"
+MODELS = ["paper", "extended", "facts", "hong-kim"]
 CLASSES = ["scale_add", "global_access", "arithmetic", "empty", "parallelism", "chain",
            "matmul_tiled"]
 CACHE = PropertyCache()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def known_facts():
+    import kernelcast.models.extended as extended
+    from kernelcast.models.extended.facts import SummaryCache
+
+    before = extended.SUMMARIES
+    extended.SUMMARIES = SummaryCache("data/h100/facts-summaries.json.xz")
+    extended.SUMMARIES.path = None  # read, never written
+    yield
+    extended.SUMMARIES = before
+
+
+def workload(name, dataset, i):
+    """What *name* predicts for case *i*: the facts model the kernel, which it compiles;
+    the others its properties."""
+    return dataset.cases[i].kernel() if name == "facts" else dataset.properties(i)
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +64,14 @@ def fitted(datasets):
 
 
 def test_the_registry_has_every_model_under_one_vocabulary():
-    assert model_names() == ("paper", "extended", "hong-kim")
+    assert model_names() == tuple(MODELS)
     for name in model_names():
         assert model_class(name).name == name and model_class(name).summary
     with pytest.raises(KernelcastError, match="unknown model 'kernelcast'"):
         get_model("kernelcast")
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_no_model_is_fitted_from_test_or_validation_kernels(name):
     for suite in ("measurement", "measurement-cpu"):
         try:
@@ -60,7 +81,7 @@ def test_no_model_is_fitted_from_test_or_validation_kernels(name):
         assert not {s for s in suites if s.startswith(("test", "validation"))}
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_models_take_keyword_arguments_only(name):
     cls = model_class(name)
     default = cls()
@@ -69,7 +90,7 @@ def test_models_take_keyword_arguments_only(name):
         cls(*default.get_params().values())
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_an_unfitted_model_refuses_to_predict(name):
     model = get_model(name)
     assert not model.is_fitted
@@ -81,27 +102,28 @@ def test_an_unfitted_model_refuses_to_predict(name):
         model.fitted_state()
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_explain_sums_to_predict(fitted, datasets, name):
     model = fitted[name]
     _, test = datasets
     for i in range(0, len(test), 4):
-        props, params = test.properties(i), test.params(i)
+        props, params = workload(name, test, i), test.params(i)
         parts = model.explain(props, params)
         total = model.seconds(props, params)  # unchecked: the paper's weights may give t < 0
         assert np.isfinite(total)
         assert sum(parts.values()) == pytest.approx(total, rel=1e-12)
         assert all(np.isfinite(v) for v in parts.values())
     batch = model.predict_dataset(test)
-    single = [model.seconds(test.properties(i), test.params(i)) for i in range(len(test))]
+    single = [model.seconds(workload(name, test, i), test.params(i))
+              for i in range(len(test))]
     np.testing.assert_allclose(batch, single, rtol=1e-12)
     for value, i in zip(batch, range(len(test)), strict=True):  # predict checks the value
         if value > 0:
-            assert model.predict(test.properties(i), test.params(i)) == pytest.approx(
+            assert model.predict(workload(name, test, i), test.params(i)) == pytest.approx(
                 value, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_profiles_round_trip(fitted, datasets, name, tmp_path):
     model = fitted[name]
     _, test = datasets
@@ -117,7 +139,7 @@ def test_profiles_round_trip(fitted, datasets, name, tmp_path):
     assert again.provenance_["store"].endswith("data/h100/opencl.sqlite")
 
 
-@pytest.mark.parametrize("name", ["paper", "extended", "hong-kim"])
+@pytest.mark.parametrize("name", MODELS)
 def test_two_fits_of_the_same_data_are_bit_identical(datasets, name):
     fits, _ = datasets
     with warnings.catch_warnings():

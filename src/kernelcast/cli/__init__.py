@@ -245,6 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
                    help="hong-kim: registers per thread of this kernel, as the compiler "
                         "reports them (limits the blocks an SM holds)")
+    p.add_argument("--explain", action="store_true",
+                   help="per term of the prediction: its time, the value its weight "
+                        "multiplies and the Nsight Compute counter it stands on (the "
+                        "facts model's terms are predicted counters)")
     _json(p)
     p.set_defaults(run=models.predict)
 

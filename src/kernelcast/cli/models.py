@@ -159,6 +159,14 @@ def predict(args) -> int:
         raise UsageError("a poppl-herz profile predicts OpenCL source: give a .cl file")
     if opencl:
         params, props = {}, _opencl_properties(args, model)
+    elif getattr(model, "needs_kernel", False):  # it compiles the kernel itself
+        from kernelcast.frontends.files import load_kernel
+
+        if args.stat:
+            raise UsageError("--stat is for the models on the paper's properties; the "
+                             "facts model reads no data statistics")
+        params = sizes(args.param)
+        props = load_kernel(args.kernel)
     else:
         params = sizes(args.param)
         props = kernel_properties(args.kernel, args.stat)
@@ -166,9 +174,13 @@ def predict(args) -> int:
     parts = model.explain(props, params)
     details = model.details(props, params)
     device = model.provenance_["device"]
+    terms = model.terms(props, params) if args.explain and hasattr(model, "terms") else None
+    if args.explain and terms is None:
+        raise UsageError(f"--explain is for the weighted models (paper, extended, facts); "
+                         f"the {model.name} model's parts are its breakdown")
     if args.json:
         doc = {"device": device, "model": model.name, "params": params, "seconds": total,
-               "breakdown": parts, **details}
+               "breakdown": parts, **details, **({"terms": terms} if terms else {})}
         if hasattr(model, "estimate"):  # Hong–Kim: every quantity of the equations
             doc["estimate"] = model.estimate(props, params).as_dict()
         json.dump(doc, sys.stdout, indent=1)
@@ -180,6 +192,13 @@ def predict(args) -> int:
     if details:
         print("  " + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                                for k, v in details.items()))
+    if terms:
+        print(f"  {'term':<28} {'time':>10} {'share':>7}  {'value':>11}  counter it stands on")
+        for t in terms:
+            value = "" if t["value"] is None else f"{t['value']:.4g}"
+            print(f"  {t['term']:<28} {format_seconds(t['seconds']):>10} "
+                  f"{t['seconds'] / total:>7.1%}  {value:>11}  {t['counter'] or '-'}")
+        return 0
     for name, seconds in parts.items():
         print(f"  {name:<28} {format_seconds(seconds):>10}  {seconds / total:>7.1%}")
     return 0

@@ -79,7 +79,8 @@ class LaunchFacts:
     ``missing``: metric name -> why it is not predicted; ``sites``: per access site its
     warp traffic (kernelcast.facts.warps.SiteTraffic); ``caches``, ``occupancy``,
     ``compiler``: the parts (None where a part could not be made); ``sources``: where
-    the hardware's parameters come from."""
+    the hardware's parameters come from; ``instruction_kinds``: warp-level SASS
+    executions by instruction class (kernelcast.facts.compiler.DynamicCounts.by_kind)."""
 
     kernel: str
     params: dict
@@ -94,6 +95,7 @@ class LaunchFacts:
     occupancy: object | None = None
     compiler: object | None = None
     sources: dict = field(default_factory=dict)
+    instruction_kinds: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         """A JSON-ready summary: the counters, the sites and the parts' key facts."""
@@ -262,7 +264,8 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
             exact |= set(caches.counters()) - {"lts__t_sectors_op_read.sum"}
     name = trace.kernel.name
     return LaunchFacts(name, dict(params), hw.name, trace.grid, trace.block, counters,
-                       frozenset(exact), missing, warps.sites, caches, occ, facts, sources)
+                       frozenset(exact), missing, warps.sites, caches, occ, facts, sources,
+                       dict(dynamic.by_kind) if dynamic is not None else {})
 
 
 def _cap_cold_reads(counters: dict, trace, hw) -> None:

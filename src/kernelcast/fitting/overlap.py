@@ -37,7 +37,7 @@ from kernelcast.fitting.linear import (LinearModel, _matrix, fitted_matrix, one_
 from kernelcast.metrics import geometric_mean, relative_errors
 
 CONSTANT_TERMS = ("launch",)
-CONTEXT_TERMS = ("work_items",)
+CONTEXT_TERMS = ("work_items", "waves", "floor_seconds")
 # work-items per compute unit tried for the resident work-items: a search grid of powers
 # of two (the fit picks one; docs/results.md shows which per device)
 ITEMS_PER_UNIT_GRID = (512, 1024, 2048, 4096)
@@ -183,3 +183,59 @@ def _overlap_fit(A, start, groups, q, log_scale, solver) -> np.ndarray:
     w = result.x
     w[(A * w).max(axis=0) < 1e-6] = 0.0  # as in the linear log fit
     return w
+
+
+def grouped_overlap(constant, sums, q: float):
+    """c + (Σ_g S_g^q)^(1/q) over the rows of *sums* (groups × cases, or a vector)."""
+    return constant + np.sum(np.asarray(sums, dtype=float) ** q, axis=0) ** (1.0 / q)
+
+
+def fit_grouped_overlap(X, y, groups, q: float, log_scale: float):
+    """Non-negative weights w with t ≈ c + (Σ_g S_g^q)^(1/q), where c is the sum of the
+    "constant" columns' weighted values and S_g of group g's, fitted in log space (soft L1
+    at *log_scale*) from the linear log fit's weights. The resources a launch uses (DRAM,
+    L2, L1, instruction issue, a work-item's chain) each take their own time and overlap:
+    q = 1 adds them, q → ∞ keeps the largest (a roofline). Returns (weights, solver
+    outcomes)."""
+    from scipy.optimize import least_squares
+
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    groups = np.asarray(groups, dtype=object)
+    names = sorted(set(groups) - {"constant"})
+    masks = [groups == g for g in names]
+    constant = groups == "constant"
+    with one_blas_thread():
+        linear = LinearModel(log_scale=log_scale).fit(X, y)
+    solver = list(linear.solver_)
+    A = X / y[:, None]
+    scale = np.linalg.norm(A, axis=0)
+    scale[scale == 0] = 1.0
+    A = A / scale
+    tiny = 1e-300
+
+    def parts(w):
+        S = np.array([A[:, m] @ w[m] for m in masks]) + tiny
+        M = np.sum(S ** q, axis=0) ** (1.0 / q)
+        return S, M, np.maximum(A[:, constant] @ w[constant] + M, tiny)
+
+    def residuals(w):
+        return np.log(parts(w)[2])
+
+    def jacobian(w):
+        S, M, p = parts(w)
+        J = np.zeros_like(A)
+        J[:, constant] = A[:, constant]
+        for s, m in zip(S, masks, strict=True):
+            J[:, m] = A[:, m] * (M ** (1 - q) * s ** (q - 1))[:, None]
+        return J / p[:, None]
+
+    start = np.maximum(linear.coef_ * scale, 0.0) + 1e-9
+    with one_blas_thread():
+        result = least_squares(residuals, start, jac=jacobian, bounds=(0.0, np.inf),
+                               method="trf", x_scale="jac", loss="soft_l1",
+                               f_scale=log_scale, max_nfev=3000)
+    solver_report(solver, result, "grouped overlap least squares")
+    w = result.x
+    w[(A * w).max(axis=0) < 1e-6] = 0.0
+    return w / scale, solver

@@ -64,6 +64,8 @@ class Hardware:
     shared_mem_per_block: int | None = None  # bytes one block may allocate (§6.6)
     l2_cache_bytes: int | None = None  # the L2 cache of the whole GPU
     l1_cache_bytes_per_sm: int | None = None  # L1 data cache and shared memory together
+    dram_peak_bandwidth: float | None = None  # bytes per second DRAM can move at most
+    issue_per_sm_cycle: float | None = None  # warp instructions an SM issues per cycle
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
 
@@ -73,13 +75,13 @@ def known_hardware() -> list[str]:
 
 
 _OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
-             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm", "sources",
-             "guessed")
+             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm",
+             "dram_peak_bandwidth", "issue_per_sm_cycle", "sources", "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
              "shared_mem_per_sm", "sector_bytes", "registers_per_sm", "max_threads_per_block",
              "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
-            "departure_del_uncoal")
+            "departure_del_uncoal", "dram_peak_bandwidth", "issue_per_sm_cycle")
 
 #: (least, most, unit) of each parameter: what any GPU could have, with room to spare.
 #: Within them the Hong–Kim equations give a finite, positive time for any launch.
@@ -95,6 +97,9 @@ BOUNDS = {
     "issue_cycles": (0.01, 1e6, "cycles"),
     # between 1 MB/s and 1 PB/s (an H100's HBM3 moves 3.35 TB/s)
     "mem_bandwidth": (1e6, 1e15, "bytes/s"),
+    "dram_peak_bandwidth": (1e6, 1e15, "bytes/s"),
+    # 4 warp schedulers per SM on NVIDIA GPUs since Maxwell; 64 leaves room for 16
+    "issue_per_sm_cycle": (0.01, 64, "warp instructions"),
     # a DRAM access takes at least a cycle; a million cycles is a millisecond at 1 GHz
     "mem_ld": (1, 1e6, "cycles"),
     # cycles between two memory transactions of an SM (an H100: 1.2 and 13.9); an SM

@@ -8,24 +8,26 @@ its workload is "variant": it predicts kernels, but is fitted from no suite) and
 ``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl")
 and ``criteria`` (the fine-grained model: optimization criteria of a profiled application;
 its workload is "profile", kernelcast.models.criteria.criteria.Application).
+``facts`` (the extended model on the predicted hardware counters,
+kernelcast.models.extended.facts; it predicts from the Loopy kernel, which it compiles).
 ``get_model(name, **kwargs)`` makes one; ``model_names()`` lists the kernel models fitted
 from suites, ``model_names("skeleton")`` the skeleton ones, ``model_names("variant")``
 the learned one.
 
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
-GrophecyModel, LearnedModel, PopplHerzModel, CriteriaModel.
+FactsModel, GrophecyModel, LearnedModel, PopplHerzModel, CriteriaModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
 from kernelcast.models.base import Model, WeightedModel, get_model, model_class, model_names, register
 # registration order is the order of every side-by-side table
 from kernelcast.models.paper import PaperModel
-from kernelcast.models.extended import ExtendedModel
+from kernelcast.models.extended import ExtendedModel, FactsModel
 from kernelcast.models.hong_kim import HongKimModel
 from kernelcast.models.grophecy.model import GrophecyModel
 from kernelcast.models.learned import LearnedModel
 from kernelcast.models.poppl_herz import PopplHerzModel
 from kernelcast.models.criteria.model import CriteriaModel
 
-__all__ = ["CriteriaModel", "ExtendedModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
+__all__ = ["CriteriaModel", "ExtendedModel", "FactsModel", "GrophecyModel", "HongKimModel", "LearnedModel", "Model", "PaperModel",
            "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register"]

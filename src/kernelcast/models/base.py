@@ -204,15 +204,35 @@ class WeightedModel(Model):
                           "them); they count as zero", UncountedWarning, stacklevel=3)
         return self.combine(parts, values)
 
+    def values(self, workload, params: dict) -> dict[str, float]:
+        """The feature values of *workload* at *params* that the weights multiply."""
+        return self.features(as_properties(workload), params)
+
     def explain(self, workload, params: dict) -> dict[str, float]:
         self.check_fitted()
-        parts = self.contributions(self.features(as_properties(workload), params))
+        parts = self.contributions(self.values(workload, params))
         return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
 
     def seconds(self, workload, params: dict) -> float:
         self.check_fitted()
-        return float(sum(self.contributions(
-            self.features(as_properties(workload), params)).values()))
+        return float(sum(self.contributions(self.values(workload, params)).values()))
+
+    def counter_of(self, name: str) -> str | None:
+        """The Nsight Compute metric a feature stands on; None for the paper's
+        properties, which count the source, not the hardware."""
+        return None
+
+    def terms(self, workload, params: dict) -> list[dict]:
+        """``explain``'s parts, largest first, each with the value its weight multiplies
+        (``value``, in ``unit``) and the counter it stands on (``counter``)."""
+        self.check_fitted()
+        values = self.values(workload, params)
+        parts = self.contributions(dict(values))
+        units = self.feature_units()
+        return [{"term": name, "seconds": seconds,
+                 "value": values.get(name, values.get(f"{name}_seconds")),
+                 "unit": units.get(name, ""), "counter": self.counter_of(name)}
+                for name, seconds in sorted(parts.items(), key=lambda kv: -abs(kv[1]))]
 
     def predict_dataset(self, dataset) -> np.ndarray:
         with warnings.catch_warnings():

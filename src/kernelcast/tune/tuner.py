@@ -134,8 +134,9 @@ def _rank_variant(knl, variant, space, model, params, max_group_size, local_mem_
         made = apply(knl, variant, space)
         why = invalid(variant, space, max_group_size=max_group_size,
                       local_mem_bytes=local_mem_bytes, knl=made)
-        if why is None:
-            return model.predict(properties(made), dict(params)), None
+        if why is None:  # a model on the hardware facts compiles the kernel itself
+            workload = made if getattr(model, "needs_kernel", False) else properties(made)
+            return model.predict(workload, dict(params)), None
     except InvalidVariant as err:
         why = str(err)
     except KernelcastError as err:

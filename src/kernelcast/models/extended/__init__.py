@@ -5,23 +5,38 @@ overlapping the totals and repeating per wave of resident work-items
 extension suite (kernelcast.suites.extension), whose kernels exercise these behaviours,
 with non-negative weights in log space at the dataset's timing noise.
 
-Public names: ExtendedModel, OVERLAP_Q.
+``FactsModel`` (``facts``) is the same model on the hardware facts
+(kernelcast.models.extended.facts).
+
+Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kernelcast.errors import KernelcastError, UsageError
 from kernelcast.fitting.overlap import (
     ITEMS_PER_UNIT_GRID,
     OverlapModel,
+    fit_grouped_overlap,
+    grouped_overlap,
     overlap,
     term_group,
     waves,
 )
 from kernelcast.metrics import geometric_mean, relative_errors
 from kernelcast.models.base import WeightedModel, register
+from kernelcast.models.extended.facts import (
+    COUNTERS,
+    FACTS_UNITS,
+    SummaryCache,
+    facts_features,
+    peaks,
+    resource_of,
+)
 from kernelcast.models.extended.features import FEATURE_UNITS, features
 
 MAX_Q = 16  # (1e-6 s)**16 = 1e-96: far from underflow for any kernel's time
@@ -124,3 +139,227 @@ class ExtendedModel(WeightedModel):
                                      or not isinstance(resident, int) or resident < 1):
             raise KernelcastError(f"resident_items {resident!r} is not a positive integer")
         self.resident_items_ = resident
+
+
+@register
+class FactsModel(ExtendedModel):
+    """The extended model on the hardware facts (kernelcast.models.extended.facts): the
+    same overlap of launch totals and per-work-item chains, with totals from the predicted
+    DRAM, L2, L1 and shared-memory traffic and SASS instructions by pipe, and the waves of
+    resident work-groups from the compiler's registers and shared memory (not fitted). A
+    prediction is never below the launch's floor at the device's measured peaks. It
+    predicts from a Loopy kernel (it compiles it) on an NVIDIA GPU with a packaged hardware
+    description."""
+
+    name = "facts"
+    needs_kernel = True  # predicts from the Loopy kernel, not from its properties
+    summary = ("the extended model on the hardware facts: predicted DRAM, L2, L1 and "
+               "shared traffic, SASS instructions by pipe and occupancy (NVIDIA GPUs)")
+
+    def __init__(self, *, q: float = OVERLAP_Q):
+        super().__init__(q=q, items_per_unit=ITEMS_PER_UNIT_GRID)
+
+    def get_params(self) -> dict:
+        return {"q": self.q}
+
+    def feature_units(self) -> dict[str, str]:
+        return {**super().feature_units(), **FACTS_UNITS}
+
+    def features(self, props, params: dict) -> dict[str, float]:
+        raise KernelcastError("the facts model predicts from a Loopy kernel, which it "
+                              "compiles, not from properties alone")
+
+    def _hardware(self, device: str | None = None):
+        from kernelcast.hardware import hardware_for_device, load_hardware
+
+        if device is None:
+            self.check_fitted()
+            return load_hardware(self.hardware_)
+        try:
+            return hardware_for_device(device)
+        except KernelcastError:
+            raise KernelcastError(f"the facts model describes NVIDIA GPUs with a packaged "
+                                  f"hardware description; there is none for {device}") \
+                from None
+
+    def kernel_features(self, knl, params: dict, hardware=None, *, name: str | None = None,
+                        props=None) -> dict[str, float]:
+        """The features of one launch of the Loopy kernel *knl* at *params* (its
+        properties, for the per-work-item chains, through the on-disk cache)."""
+        from kernelcast.properties import cached_properties
+
+        hw = hardware or self._hardware()
+        summary = SUMMARIES.summary(name or _kernel_name(knl), lambda: knl, params, hw)
+        return facts_features(summary, props or cached_properties(knl), params, hw)
+
+    def _case_features(self, dataset, i: int, hw) -> dict[str, float]:
+        case = dataset.cases[i]
+        params = dataset.params(i)
+        key = (f"{case.suite}:{case.name}", tuple(sorted(params.items())), hw.name)
+        if key not in _CASE_FEATURES:  # a cross-validation asks for each case many times
+            summary = SUMMARIES.summary(key[0], case.kernel, params, hw)
+            _CASE_FEATURES[key] = facts_features(summary, dataset.properties(i), params, hw)
+        return dict(_CASE_FEATURES[key])
+
+    def design_matrix(self, dataset, hw=None):
+        import pandas as pd
+
+        hw = hw or self._hardware(dataset.identity["device"])
+        X = pd.DataFrame([self._case_features(dataset, i, hw)
+                          for i in range(len(dataset))]).fillna(0.0)
+        return X.loc[:, (X != 0).any(axis=0)]
+
+    def combine(self, parts, values):
+        """A work-item's chain counts once per wave; the resources' times overlap, each
+        part scaled by the same factor so that they keep their proportions; a launch
+        below its floor gets the difference as the part ``floor``."""
+        repeat = float(values.get("waves", 1.0))
+        sums: dict[str, float] = {}
+        for name in parts:
+            resource = resource_of(name)
+            if resource == "chain":
+                parts[name] *= repeat
+            if resource != "constant":
+                sums[resource] = sums.get(resource, 0.0) + parts[name]
+        added = sum(sums.values())
+        if added > 0:
+            factor = grouped_overlap(0.0, list(sums.values()), self.q) / added
+            parts = {k: v if resource_of(k) == "constant" else v * factor
+                     for k, v in parts.items()}
+        below = values.get("floor_seconds", 0.0) - sum(parts.values())
+        if below > 0:  # the launch's own traffic at the measured peaks takes longer
+            parts["floor"] = below
+        return parts
+
+    def fit(self, dataset) -> FactsModel:
+        self._check_q()
+        hw = self._hardware(dataset.identity["device"])
+        X = self.design_matrix(dataset, hw)
+        y = dataset.seconds
+        A = X[[c for c in X.columns if term_group(c) != "context"]].copy()
+        items = [c for c in A.columns if resource_of(c) == "chain"]
+        A[items] = A[items].mul(X["waves"], axis=0)
+        coef, solver = fit_grouped_overlap(A.to_numpy(), y,
+                                           [resource_of(c) for c in A.columns], self.q,
+                                           dataset.noise)
+        self.weights_ = {n: float(w) for n, w in zip(A.columns, coef, strict=True)}
+        self.hardware_ = _hardware_name(hw)
+        self.resident_items_ = None
+        self._set_fitted(dataset, {})
+        predicted = np.array([sum(self.contributions(row).values())
+                              for row in X.to_dict("records")])
+        errors = relative_errors(predicted, y)
+        self.fit_report_.update({
+            "criterion": (f"log error, soft L1 at the timing noise {dataset.noise:.2%}; "
+                          "the times of DRAM, L2, L1, instruction issue and a "
+                          "work-item's chain (once per wave of resident work-groups) "
+                          f"overlap, q = {self.q}; no prediction below the floor at the "
+                          "measured peaks"),
+            "negative_weights": [], "solver": solver,
+            "hardware": self.hardware_,
+            "peaks": peak_check(self.weights_, hw),
+            "floor_binding": int(sum(row["floor_seconds"] > 0 and p <= row["floor_seconds"]
+                                     * (1 + 1e-12) for row, p in
+                                     zip(X.to_dict("records"), predicted))),
+            "training_geomean_rel_error": geometric_mean(errors),
+            "training_max_rel_error": float(errors.max())})
+        return self
+
+    def values(self, workload, params: dict) -> dict[str, float]:
+        self.check_fitted()
+        return self.kernel_features(_loopy_kernel(workload), params)
+
+    def counter_of(self, name: str) -> str | None:
+        if name.startswith("item_"):
+            return "(a work-item's count, from the kernel's properties)"
+        if name == "floor":
+            return COUNTERS["floor_seconds"]
+        return COUNTERS.get(name)
+
+    def predict_dataset(self, dataset) -> np.ndarray:
+        import warnings
+
+        from kernelcast.errors import UncountedWarning
+
+        self.check_fitted()
+        hw = self._hardware()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncountedWarning)
+            return np.array([sum(self.contributions(self._case_features(dataset, i, hw))
+                                 .values()) for i in range(len(dataset))])
+
+    def unseen(self, dataset) -> list[str]:
+        self.check_fitted()
+        hw = self._hardware()
+        names = set()
+        for i in range(len(dataset)):
+            names |= {k for k, v in self._case_features(dataset, i, hw).items()
+                      if v and term_group(k) != "context" and k not in self.weights_}
+        return sorted(names)
+
+    def check_before_measuring(self, device: str) -> None:
+        self._check_q()
+        peaks(self._hardware(device))
+
+    def fitted_state(self) -> dict:
+        return {**super().fitted_state(), "hardware": self.hardware_}
+
+    def restore(self, state: dict) -> None:
+        from kernelcast.hardware import known_hardware
+
+        super().restore(state)
+        hardware = state.get("hardware")
+        if hardware not in known_hardware():
+            raise KernelcastError(f"hardware {hardware!r} is not a packaged hardware "
+                                  f"description ({', '.join(known_hardware())})")
+        self.hardware_ = hardware
+
+
+def peak_check(weights: dict, hw) -> dict:
+    """Per physical throughput the fitted rate (one over its weight) against the device's
+    peak (kernelcast.models.extended.facts.peaks): DRAM bytes per second against the DRAM
+    bandwidth, warp instructions per second against the issue rate. A rate above its peak
+    is not physical: the term then stands for work the other resources do too."""
+    peak = peaks(hw)
+    out = {}
+    for name, resource, unit in (("dram_bytes_read", "dram", "bytes/s"),
+                                 ("dram_bytes_written", "dram", "bytes/s"),
+                                 ("inst_fp32", "issue", "warp instructions/s"),
+                                 ("inst_other", "issue", "warp instructions/s")):
+        w = weights.get(name)
+        if w:
+            out[name] = {"fitted": 1.0 / w, "peak": peak[resource], "unit": unit,
+                         "physical": 1.0 / w <= peak[resource]}
+    return out
+
+
+def _hardware_name(hw) -> str:
+    from kernelcast.hardware import known_hardware, load_hardware
+
+    for name in known_hardware():
+        if load_hardware(name).name == hw.name:
+            return name
+    raise KernelcastError(f"no packaged hardware description for {hw.name}")
+
+
+def _kernel_name(knl) -> str:
+    import hashlib
+
+    from kernelcast.measure.codegen import generate
+
+    generated = generate(knl, "cuda")
+    launch = repr((generated.code, generated.grid, generated.block))
+    return "code:" + hashlib.sha256(launch.encode()).hexdigest()[:20]
+
+
+def _loopy_kernel(workload):
+    from kernelcast.properties import Properties
+
+    if isinstance(workload, Properties):
+        raise KernelcastError("the facts model predicts from a Loopy kernel, which it "
+                              "compiles, not from its properties")
+    return workload
+
+
+SUMMARIES = SummaryCache()
+_CASE_FEATURES: dict = {}
