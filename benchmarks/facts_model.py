@@ -219,13 +219,28 @@ def _ranking(model, tuning) -> dict:
         predicted = [model.seconds(make(), params) for _, _, make in rows]
         best = min(t for _, t, _ in rows)
         order = sorted(range(len(rows)), key=lambda i: (predicted[i], rows[i][0]))
+        fastest = min(range(len(rows)), key=lambda i: rows[i][1])
         out[fam] = {"variants": len(rows),
                     "top1": rows[order[0]][1] / best - 1,
                     "top3": min(rows[i][1] for i in order[:3]) / best - 1,
                     "spearman": float(spearmanr(predicted, [t for _, t, _ in rows])
                                       .statistic),
                     "pick": rows[order[0]][0]}
+        if getattr(model, "needs_kernel", False):  # what the facts see of the two
+            out[fam]["why"] = {label: {"variant": rows[i][0], "measured_s": rows[i][1],
+                                       "predicted_s": predicted[i],
+                                       "facts": _summary_of(model, rows[i][2](),
+                                                            params)}
+                               for label, i in (("pick", order[0]), ("best", fastest))}
     return out
+
+
+def _summary_of(model, knl, params) -> dict:
+    import kernelcast.models.extended as extended
+    from kernelcast.hardware import load_hardware
+
+    hw = load_hardware(model.hardware_)
+    return extended.SUMMARIES.summary(extended._kernel_name(knl), lambda: knl, params, hw)
 
 
 def evaluate(args) -> int:

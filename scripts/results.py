@@ -2311,7 +2311,10 @@ def section_facts_model() -> list[str]:
         models = doc["models"]
         ident = doc["identity"]
         out += [f"**{GPU_LABEL[gpu]}** ({ident['device']}, {ident['backend']}, "
-                f"{ident['driver']}; evaluated {doc['date'][:10]}):", ""]
+                f"{ident['driver']}; evaluated {doc['date'][:10]})"
+                + ("" if gpu == "h100" else ": its facts assume the cache behaviour "
+                   "measured on the H100 (a HardwareGuessWarning); no H200 counters were "
+                   "profiled to check them") + ":", ""]
         rows = []
         for name, e in models.items():
             worst = max(e["tuning"].values(), key=lambda f: f["top1"]) if e["tuning"] \
@@ -2347,12 +2350,42 @@ def section_facts_model() -> list[str]:
             out += [f"Fitted rates against the measured peaks: {rates}. The floor decides "
                     f"{report['floor_binding']} of the {facts['training']['cases']} fitted "
                     "launches.", ""]
+            out += _facts_misses(facts)
             worst_cv = sorted(facts["cv"]["by_class"].items(), key=lambda kv: -kv[1])[:5]
             out += ["Cross-validation, the classes furthest off (facts): " + ", ".join(
                 f"{k} {pct(v)}" for k, v in worst_cv) + ".", ""]
     if not found:
         out.append("*Not generated: no data/<gpu>/facts-eval.json.*")
     return out
+
+
+def _facts_misses(facts: dict) -> list[str]:
+    """Per tuning family whose top-1 pick is more than 5% slower than the best: the two
+    variants' predicted counters side by side."""
+    lines = []
+    for fam, e in facts["tuning"].items():
+        why = e.get("why")
+        if e["top1"] <= 0.05 or not why:
+            continue
+        pick, best = why["pick"], why["best"]
+        ratios = []
+        for name, label in (("dram_bytes_read", "DRAM reads"),
+                            ("dram_bytes_written", "DRAM writes"),
+                            ("l2_sectors_read", "L2 reads"), ("l1_sectors", "L1 sectors"),
+                            ("shared_wavefronts", "shared wavefronts"),
+                            ("inst_executed", "instructions"), ("waves", "waves")):
+            a, b = pick["facts"][name], best["facts"][name]
+            if a or b:
+                ratios.append(f"{label} {a / b:.2f}" if b else f"{label} {a:.3g} vs 0")
+        lines.append(f"- **{fam}**: the pick `{pick['variant'].split('/', 1)[1]}` runs "
+                     f"{micro(pick['measured_s'])} (predicted {micro(pick['predicted_s'])}), "
+                     f"the best `{best['variant'].split('/', 1)[1]}` "
+                     f"{micro(best['measured_s'])} (predicted "
+                     f"{micro(best['predicted_s'])}); the pick's predicted counters over "
+                     f"the best's: {', '.join(ratios)}.")
+    if not lines:
+        return []
+    return ["Where the top-1 pick misses the best by more than 5% (facts):", "", *lines, ""]
 
 
 def _facts_table(path: Path, title: str, *, worst: bool) -> list[str]:
