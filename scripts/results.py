@@ -45,7 +45,8 @@ BACKENDS = ("opencl", "cuda")
 STORES = tuple((gpu, backend) for gpu in GPUS for backend in BACKENDS)
 GPU_LABEL = {"h100": "H100", "h200": "H200"}
 BACKEND_LABEL = {"opencl": "OpenCL", "cuda": "CUDA"}
-MODEL_LABEL = {"paper": "paper", "extended": "extended", "hong-kim": "Hong–Kim"}
+MODEL_LABEL = {"paper": "paper", "extended": "extended", "facts": "facts",
+               "hong-kim": "Hong–Kim"}
 
 # Stevens & Klöckner, "A Unified, Hardware-Fitted, Cross-GPU Performance Model" (shared
 # seed 000), §5 "Results", Table 1 ("Predicted vs. actual execution times (ms) for test
@@ -393,7 +394,9 @@ def section_summary(results, stores, names) -> list[str]:
            "*Validation*: the nine validation kernels (`kernelcast.suites.validation`, "
            "never fitted). *CV*: leave-one-class-out cross-validation over the classes "
            "the model is fitted on (the paper's model and Hong–Kim: the measurement "
-           "suite; the extended model: the measurement and extension suites). Hong–Kim "
+           "suite; the extended and facts models: the measurement and extension suites). "
+           "The facts model is the extended model on the predicted hardware counters "
+           "(section \"The extended model on the hardware facts\" below). Hong–Kim "
            "fits nothing: it has no training error, and its CV figure is its plain "
            "prediction of the measurement suite. Rows with *as published* are Stevens & Klöckner's own "
            "figures for their model (§5, Table 1), on other GPUs and sizes.", ""]
