@@ -2286,7 +2286,7 @@ def section_facts_model() -> list[str]:
     """The extended model on the hardware facts next to the extended model on the
     paper's properties, on every population (benchmarks/facts_model.py)."""
     out = ["## The extended model on the hardware facts", "",
-           "`facts` (kernelcast.models.extended.FactsModel, docs/models.md) is the "
+           "`facts` (kernelcast.models.extended.FactsModel; README, \"Three models\") is the "
            "extended model with its inputs taken from the predicted Nsight Compute "
            "counters instead of the paper's properties: DRAM bytes (of a launch timed "
            "back to back: none while its arrays stay in L2), L2 sectors, global L1 "
@@ -2295,8 +2295,9 @@ def section_facts_model() -> list[str]:
            "resident work-groups (from the compiler's registers and shared memory, not "
            "fitted). The times of DRAM, L2, L1, instruction issue and the chain overlap "
            "(t = c + (Σ_r T_r^q)^(1/q), q = 3), and no prediction is below the launch's "
-           "floor: its DRAM bytes at the measured copy bandwidth and its instructions at "
-           "the measured issue rate. Both models are fitted to the CUDA store's "
+           "floor: its DRAM bytes at the DRAM bandwidth the device reports (memory clock × "
+           "2 × bus width) and its instructions at 4 warp instructions an SM-cycle (the "
+           "CUDA Programming Guide's 128 fp32 results a clock). Both models are fitted to the CUDA store's "
            "measurement and extension suites; nothing judged below is in that set. "
            "*Random*: share of the random kernels predicted within 0.7–1.3 of the "
            "measured time (timed through OpenCL, predicted from their Loopy twins, whose "
@@ -2346,11 +2347,11 @@ def section_facts_model() -> list[str]:
         if facts:
             report = facts["fit_report"]
             rates = "; ".join(
-                f"{name} {v['fitted']:.3g} {v['unit']} against {v['peak']:.3g} measured"
+                f"{name} {v['fitted']:.3g} {v['unit']} against a peak of {v['peak']:.3g}"
                 + ("" if v["physical"] else " (faster than the peak: the term also stands "
                    "for work the other resources do at the same time)")
                 for name, v in report["peaks"].items())
-            out += [f"Fitted rates against the measured peaks: {rates}. The floor decides "
+            out += [f"Fitted rates against the device's peaks: {rates}. The floor decides "
                     f"{report['floor_binding']} of the {facts['training']['cases']} fitted "
                     "launches.", ""]
             out += _facts_misses(facts)
