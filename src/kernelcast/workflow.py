@@ -215,7 +215,8 @@ def _store_path(given, profiles) -> Path:
 def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str | None = None,
              progress=None, cache: PropertyCache | None = None, **options) -> dict:
     """Table 1 of *model* (fitted) and of each model named in *others* (fitted to the
-    same store from the suites they are fitted from; "all" names every registered model)
+    same store from the suites they are fitted from; "all" names every registered model
+    but the facts model, which is compared when named)
     on the test suite of the model's suite (or *suite*), keyed by model name.
 
     With *measure* None, the test suite is measured (resuming) when the model's device is
@@ -249,8 +250,10 @@ def evaluate(model, db=None, measure: bool | None = None, others=(), suite: str 
                 raise KernelcastError(f"the profile does not describe the store {db}: "
                                       f"{', '.join(differ)}")
         dataset = load_dataset(store, suite, cache=cache)
-    names = list(model_names()) if "all" in others else [n for n in others
-                                                         if n != model.name]
+    # "all": the models on the paper's properties; the facts model compiles and models
+    # the caches of every case (minutes for a store), so it joins only when named
+    names = ([n for n in model_names() if not getattr(model_class(n), "needs_kernel", False)]
+             if "all" in others else [n for n in others if n != model.name])
     tables = {model.name: table1(model, dataset, details=True)}
     for name in names:
         if name in tables:

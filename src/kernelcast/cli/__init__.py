@@ -275,7 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="a fitted profile; its store and device")
     p.add_argument("--model", choices=(*names, "all"),
                    help="also (or, without --profile, only) this model, fitted to the same "
-                        "store; 'all' puts every model side by side")
+                        "store; 'all' puts every model side by side but facts, which "
+                        "compiles every case of the store (minutes) and is compared when "
+                        "named")
     p.add_argument("--hardware", help="hong-kim without --profile: h100, h200, fx5600, "
                    "c1060 or a JSON file")
     _registers_file(p)
