@@ -95,3 +95,19 @@ def schema1_store():
         target.close()
         return path
     return make
+
+
+@pytest.fixture(scope="module")
+def h100_known_facts():
+    """The facts model reads its launches' facts from data/h100/facts-summaries.json.xz
+    (benchmarks/facts_model.py summaries; tests/test_facts_model.py checks a sample
+    against what the facts predict now) instead of predicting them again."""
+    import kernelcast.models.extended as extended
+    from kernelcast.models.extended.facts import SummaryCache
+
+    before = extended.SUMMARIES
+    extended.SUMMARIES = SummaryCache(Path(__file__).resolve().parent.parent
+                                      / "data/h100/facts-summaries.json.xz")
+    extended.SUMMARIES.path = None  # read, never written
+    yield
+    extended.SUMMARIES = before

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import kernelcast.models.extended as extended
 from kernelcast.cli import main
 from kernelcast.errors import KernelcastError
 from kernelcast.fitting.dataset import PropertyCache, load_dataset
@@ -38,12 +37,8 @@ CLASSES = ["scale_add", "arithmetic", "empty", "matmul_tiled", "transpose", "reu
 
 
 @pytest.fixture(scope="module", autouse=True)
-def known_facts():
-    before = extended.SUMMARIES
-    extended.SUMMARIES = SummaryCache(SUMMARIES)
-    extended.SUMMARIES.path = None  # read, never written
-    yield
-    extended.SUMMARIES = before
+def known_facts(h100_known_facts):
+    """Every facts model here reads the committed launches (conftest)."""
 
 
 @pytest.fixture(scope="module")

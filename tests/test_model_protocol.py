@@ -27,15 +27,8 @@ CACHE = PropertyCache()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def known_facts():
-    import kernelcast.models.extended as extended
-    from kernelcast.models.extended.facts import SummaryCache
-
-    before = extended.SUMMARIES
-    extended.SUMMARIES = SummaryCache("data/h100/facts-summaries.json.xz")
-    extended.SUMMARIES.path = None  # read, never written
-    yield
-    extended.SUMMARIES = before
+def known_facts(h100_known_facts):
+    """Every facts model here reads the committed launches (conftest)."""
 
 
 def workload(name, dataset, i):
