@@ -172,10 +172,14 @@ class WeightedModel(Model):
 
         return dict(UNITS)
 
+    def case_values(self, dataset, i: int) -> dict[str, float]:
+        """The feature values of case *i* of *dataset* (``values`` of its workload)."""
+        return self.features(dataset.properties(i), dataset.params(i))
+
     def design_matrix(self, dataset) -> pd.DataFrame:
         """One row of features per case of *dataset*; columns that are zero throughout
         are dropped."""
-        X = pd.DataFrame([self.features(dataset.properties(i), dataset.params(i))
+        X = pd.DataFrame([self.case_values(dataset, i)
                           for i in range(len(dataset))]).fillna(0.0)
         return X.loc[:, (X != 0).any(axis=0)]
 
@@ -235,9 +239,11 @@ class WeightedModel(Model):
                 for name, seconds in sorted(parts.items(), key=lambda kv: -abs(kv[1]))]
 
     def predict_dataset(self, dataset) -> np.ndarray:
+        self.check_fitted()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UncountedWarning)
-            return super().predict_dataset(dataset)
+            return np.array([float(sum(self.contributions(self.case_values(dataset, i))
+                                       .values())) for i in range(len(dataset))])
 
     def unseen(self, dataset) -> list[str]:
         """Weighted features that cases of *dataset* have and the model has no weight
@@ -247,8 +253,7 @@ class WeightedModel(Model):
         self.check_fitted()
         names = set()
         for i in range(len(dataset)):
-            names |= {k for k, v in self.features(dataset.properties(i),
-                                                   dataset.params(i)).items()
+            names |= {k for k, v in self.case_values(dataset, i).items()
                       if v and term_group(k) != "context" and k not in self.weights_}
         return sorted(names)
 

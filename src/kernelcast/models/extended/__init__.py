@@ -13,6 +13,7 @@ Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -201,13 +202,12 @@ class FactsModel(ExtendedModel):
             _CASE_FEATURES[key] = facts_features(summary, dataset.properties(i), params, hw)
         return dict(_CASE_FEATURES[key])
 
-    def design_matrix(self, dataset, hw=None):
-        import pandas as pd
-
-        hw = hw or self._hardware(dataset.identity["device"])
-        X = pd.DataFrame([self._case_features(dataset, i, hw)
-                          for i in range(len(dataset))]).fillna(0.0)
-        return X.loc[:, (X != 0).any(axis=0)]
+    def case_values(self, dataset, i: int) -> dict[str, float]:
+        """Case *i*'s features on the fitted model's hardware (while fitting: the
+        dataset's device's)."""
+        fitted = hasattr(self, "hardware_")
+        hw = _hardware_of(self.hardware_ if fitted else dataset.identity["device"], fitted)
+        return self._case_features(dataset, i, hw)
 
     def combine(self, parts, values):
         """A work-item's chain counts once per wave; the resources' times overlap, each
@@ -234,7 +234,7 @@ class FactsModel(ExtendedModel):
     def fit(self, dataset) -> FactsModel:
         self._check_q()
         hw = self._hardware(dataset.identity["device"])
-        X = self.design_matrix(dataset, hw)
+        X = self.design_matrix(dataset)
         y = dataset.seconds
         A = X[[c for c in X.columns if term_group(c) != "context"]].copy()
         items = [c for c in A.columns if resource_of(c) == "chain"]
@@ -276,27 +276,6 @@ class FactsModel(ExtendedModel):
             return COUNTERS["floor_seconds"]
         return COUNTERS.get(name)
 
-    def predict_dataset(self, dataset) -> np.ndarray:
-        import warnings
-
-        from kernelcast.errors import UncountedWarning
-
-        self.check_fitted()
-        hw = self._hardware()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UncountedWarning)
-            return np.array([sum(self.contributions(self._case_features(dataset, i, hw))
-                                 .values()) for i in range(len(dataset))])
-
-    def unseen(self, dataset) -> list[str]:
-        self.check_fitted()
-        hw = self._hardware()
-        names = set()
-        for i in range(len(dataset)):
-            names |= {k for k, v in self._case_features(dataset, i, hw).items()
-                      if v and term_group(k) != "context" and k not in self.weights_}
-        return sorted(names)
-
     def check_before_measuring(self, device: str) -> None:
         self._check_q()
         peaks(self._hardware(device))
@@ -331,6 +310,14 @@ def peak_check(weights: dict, hw) -> dict:
             out[name] = {"fitted": 1.0 / w, "peak": peak[resource], "unit": unit,
                          "physical": 1.0 / w <= peak[resource]}
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _hardware_of(name: str, packaged: bool):
+    """The Hardware of a packaged name (*packaged*) or of a device's name, read once."""
+    from kernelcast.hardware import load_hardware
+
+    return load_hardware(name) if packaged else FactsModel()._hardware(name)
 
 
 def _hardware_name(hw) -> str:
