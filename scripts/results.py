@@ -2119,6 +2119,76 @@ def section_several_gpus() -> list[str]:
     return out
 
 
+def section_learned_facts() -> list[str]:
+    """The learned model on the hardware facts, fitted to thousands of measured random
+    loop-family variants and the training corpus (benchmarks/learned_facts.py)."""
+    out = ["## The learned model on the hardware facts", ""]
+    for gpu in GPUS:
+        path = DATA / gpu / "learned-facts.json"
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        ident, train, held, judged = (doc["identity"], doc["training"], doc["held_out"],
+                                      doc["judged"])
+        store = DATA / gpu / "corpus-loops-cuda.sqlite.xz"
+        meta = json.loads((DATA / gpu / "corpus-loops-cuda.json").read_text())
+        summaries = DATA / gpu / "learned-summaries.json.xz"
+        out += [f"`benchmarks/learned_facts.py`, {doc['date']}: `learned-facts` "
+                "(`kernelcast.models.learned.facts`) is the learned model's gradient-boosted "
+                "trees with the predicted hardware counters as inputs (the floor at the "
+                "device's peaks, cache traffic per DRAM byte and per floor, the SASS "
+                "instruction mix, waves, work-group shape), predicting log(time / floor). "
+                f"It is fitted to {train['variants']} variants of {train['families']} "
+                f"families measured on {ident['device']} ({ident['backend']}, NVIDIA "
+                f"driver {meta['nvidia_driver']}, {meta['date']}): "
+                f"{train['random_variants']} variants of random loop families "
+                "(`kernelcast.tune.random_families`: loops, reuse, reductions, random points "
+                f"of `kernelcast tune`'s default space; `{rel(store)}`, {file_commit(store)}) "
+                f"and {train['corpus_variants']} of the training corpus; "
+                f"{train['without_summary']['random'] + train['without_summary']['corpus']} timed "
+                "variants have no summary "
+                "(the facts failed or timed out) and are left out. The GPU machine timed "
+                f"{meta['measure']['rate_per_s']:.1f} variants a second while 5 of its 16 "
+                f"cores generated and compiled them, and predicted "
+                f"{meta['summaries']['rate_per_s']:.1f} summaries a second on all 16 "
+                f"(`{rel(summaries)}`).", "",
+                f"*Families held out* ({held['folds']} groups of whole families, each "
+                "predicted by a model fitted to the others): geometric-mean error "
+                f"{held['geomean_rel_error']:.1%} ({held['random_geomean_rel_error']:.1%} on "
+                f"random variants, {held['corpus_geomean_rel_error']:.1%} on the corpus's), "
+                f"{held['within_30_percent']:.0%} within 30%. Within each random family "
+                f"({held['random_ranking']['families']} with at least 4 variants): mean ρ "
+                f"{held['random_ranking']['mean_spearman']:.2f}, median top-1 regret "
+                f"{held['random_ranking']['median_top1']:.1%}, top-1 within 5% in "
+                f"{held['random_ranking']['top1_within_5_percent']:.0%} of families, best of "
+                f"top 3 within 2% in {held['random_ranking']['top3_within_2_percent']:.0%}.",
+                ""]
+        rows = [[n, f"{e['top1']:.1%}", f"{e['top3']:.1%}", f"{e['spearman']:.2f}"]
+                for n, e in held["corpus_families"].items()]
+        out += [table(["corpus family (held out)", "top-1", "top-3", "ρ"], rows,
+                      ["l", "r", "r", "r"]), ""]
+        regret = DATA / gpu / "tuning-regret.json"
+        before = (json.loads(regret.read_text())["families"] if regret.exists() else {})
+        rows = []
+        for name, e in judged["families"].items():
+            old = before.get(name, {}).get("models", {}).get("learned")
+            rows.append([name, f"{e['top1']:.1%} / {e['top3']:.1%} / {e['spearman']:.2f}",
+                         f"{old['top1']:.1%} / {old['top3']:.1%} / {old['spearman']:.2f}"
+                         if old else "—"])
+        j = judged["summary"]
+        out += [f"*Judged families* ({judged['variants']} variants, in no fitting set), "
+                "ranked by the model fitted to the whole corpus, next to the learned model "
+                f"on the paper's properties (`{rel(regret)}`): mean ρ {j['mean_spearman']:.2f}, "
+                f"worst top-1 regret {j['worst_top1']:.1%}, geometric-mean error "
+                f"{judged['geomean_rel_error']:.1%}. Targets: top-1 within 5% and best of top "
+                "3 within 2% in every family, mean ρ ≥ 0.8.", "",
+                table(["judged family", "learned-facts: top-1 / top-3 / ρ",
+                       "learned: top-1 / top-3 / ρ"], rows, ["l", "r", "r"]), ""]
+    if len(out) == 2:
+        out.append("*Not generated: no data/<gpu>/learned-facts.json.*")
+    return out
+
+
 def section_tuning_kerneltuner() -> list[str]:
     out = ["## Tuning against Kernel Tuner's search strategies", ""]
     for gpu in GPUS:
@@ -2679,6 +2749,7 @@ def main() -> int:
         section_criteria(),
         section_hardware_facts(),
         section_facts_model(),
+        section_learned_facts(),
         section_tuning_kerneltuner(),
         section_properties_speed(),
         section_hardware(),

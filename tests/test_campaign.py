@@ -559,3 +559,41 @@ def test_make_backend_on_pocl_is_an_opencl_backend_in_a_worker_by_default(pocl):
         assert isolated.device == pocl.device and isolated.identity == pocl.identity
 
 # }}}
+
+
+def _random_variant_jobs(count):
+    import functools
+
+    from kernelcast.tune.random_families import random_family, random_variants, variant_kernel
+    from kernelcast.tune.space import variant_key
+
+    jobs = []
+    for i in (4, 7):
+        fam = random_family(i)
+        for v in random_variants(fam, count):
+            name = f"{fam.name}/{variant_key(v)}"
+            jobs.append(Job(name, name, functools.partial(variant_kernel, i, tuple(v.items())),
+                            dict(fam.check_params)))
+    return jobs
+
+
+def test_workers_generate_the_same_code_in_the_same_order(pocl, tmp_path):
+    jobs = _random_variant_jobs(2)
+    with Store(tmp_path / "serial.sqlite", pocl.identity) as store:
+        serial = run_campaign(jobs, pocl, store, verify=False, **FAST)
+    with Store(tmp_path / "workers.sqlite", pocl.identity) as store:
+        spread = run_campaign(jobs, pocl, store, verify=False, workers=2, **FAST)
+    assert spread.statuses == serial.statuses == {"ok": len(jobs)}
+    assert spread.keys == serial.keys  # the keys carry the generated code's sha256
+    assert [r["case_name"] for r in _rows(tmp_path / "workers.sqlite")] == \
+        [j.name for j in jobs]
+
+
+def test_no_kernel_starts_after_the_deadline(pocl, tmp_path):
+    import time
+
+    jobs = _random_variant_jobs(1)
+    with Store(tmp_path / "s.sqlite", pocl.identity) as store:
+        result = run_campaign(jobs, pocl, store, verify=False,
+                              deadline=time.monotonic() - 1, **FAST)
+    assert result.stopped and result.measured == 0 and _rows(tmp_path / "s.sqlite") == []

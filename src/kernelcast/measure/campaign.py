@@ -107,6 +107,7 @@ class CampaignResult:
     statuses: dict = field(default_factory=dict)
     keys: dict = field(default_factory=dict)  # job name -> store key
     devices: dict = field(default_factory=dict)  # instance -> rows measured (on workers)
+    stopped: bool = False  # the deadline came before every job had run
 
     def count(self, status):
         self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -154,10 +155,14 @@ class _Progress:
 def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
                  runs: int = protocol.RUNS, drop: int = protocol.DROP,
                  tolerance: float = protocol.TOLERANCE, retries: int = protocol.RETRIES,
-                 seed: int = 0, progress=STDERR, earlier=frozenset()) -> CampaignResult:
+                 seed: int = 0, progress=STDERR, earlier=frozenset(), workers: int = 0,
+                 deadline: float | None = None) -> CampaignResult:
     """Measure *jobs* on *backend* into *store*; see the module docstring. *earlier*: keys
     measured earlier by the same command (progress says so rather than "already in
-    store")."""
+    store"). *workers* > 1: that many processes generate (and on CUDA compile) the
+    kernels ahead of the one that times them, in the jobs' order; each job's ``build``
+    must then pickle (a module-level function or a partial of one). *deadline*: a
+    ``time.monotonic()`` after which no further kernel starts (``result.stopped``)."""
     result = CampaignResult()
     unique = {}
     for job in jobs:
@@ -168,11 +173,65 @@ def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
     by_kernel: dict[str, list[Job]] = {}
     for job in jobs:
         by_kernel.setdefault(job.kernel_id, []).append(job)
-    for group in by_kernel.values():
-        _run_kernel(group, backend, store, done, result, report,
-                    dict(verify=verify, runs=runs, drop=drop, tolerance=tolerance,
-                         retries=retries, seed=seed))
+    opts = dict(verify=verify, runs=runs, drop=drop, tolerance=tolerance, retries=retries,
+                seed=seed)
+    for group, prepared in _generated(list(by_kernel.values()), backend, workers):
+        if deadline is not None and time.monotonic() > deadline:
+            result.stopped = True
+            break
+        _run_kernel(group, backend, store, done, result, report, opts, prepared)
     return result
+
+
+def _generate(job: Job, backend: str, build_options: str, warm: bool = False):
+    """(generated code, typed kernel, None) of *job*'s kernel, or (None, None, why).
+    *warm*: compile it once on CUDA too, so that the backend's own compile of the same
+    code is a hit in cupy's kernel cache."""
+    try:
+        knl = job.build()
+        generated = generate_case(knl, backend, job.case)
+        typed = typed_kernel(knl)
+    except Exception as err:  # noqa: BLE001 - any failure to generate is the kernel's
+        return None, None, f"code generation failed: {err}"
+    if warm and backend == "cuda":
+        import cupy
+
+        try:
+            cupy.RawModule(code=generated.code, options=tuple(build_options.split())
+                           ).get_function(generated.name)
+        except Exception:  # noqa: BLE001 - the backend's compile reports it
+            pass
+    return generated, typed, None
+
+
+def _generated(groups: list[list[Job]], backend, workers: int):
+    """(group, its _generate result or None) in order; with *workers* > 1 the results
+    come from that many spawned processes, at most 4 per worker ahead."""
+    if workers <= 1:
+        yield from ((group, None) for group in groups)
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    todo, window = iter(groups), deque()
+
+    def submit():
+        group = next(todo, None)
+        if group is not None:
+            window.append((group, pool.submit(_generate, group[0], backend.name,
+                                              backend.build_options, True)))
+
+    try:
+        for _ in range(4 * workers):
+            submit()
+        while window:
+            group, future = window.popleft()
+            submit()
+            yield group, future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _record(store, job, key, code_sha, backend, result, report, **fields):
@@ -187,16 +246,12 @@ def _record(store, job, key, code_sha, backend, result, report, **fields):
     report(job.name, row, key)
 
 
-def _run_kernel(group, backend, store, done, result, report, opts):
+def _run_kernel(group, backend, store, done, result, report, opts, prepared=None):
     first = group[0]
     identity = backend.identity
-    try:
-        knl = first.build()
-        generated = generate_case(knl, backend.name, first.case)
-        typed = typed_kernel(knl)
-        code_sha, error = generated.code_sha256, None
-    except Exception as err:  # noqa: BLE001 - any failure to generate is the kernel's
-        generated, code_sha, error = None, None, f"code generation failed: {err}"
+    generated, typed, error = prepared or _generate(first, backend.name,
+                                                    backend.build_options)
+    code_sha = generated.code_sha256 if generated is not None else None
     keys = {job.name: measurement_key(job.name, code_sha, backend.build_options, job.params,
                                       identity, __version__) for job in group}
     result.keys.update(keys)

@@ -338,6 +338,16 @@ def variant_key(variant: Mapping) -> str:
     return ",".join(f"{k}={_text(v)}" for k, v in variant.items() if not _is_off(k, v))
 
 
+def parse_variant_key(key: str) -> dict:
+    """The variant ``variant_key`` wrote as *key* (the parameters it left out at their OFF
+    value are left out here too: ``apply`` takes them as OFF)."""
+    out = {}
+    for part in key.split(","):
+        name, _, text = part.partition("=")
+        out[name] = text == "true" if text in ("true", "false") else int(text)
+    return out
+
+
 def _is_off(name: str, value) -> bool:
     kind, dot, rest = name.partition(".")
     return bool(dot and rest) and kind in OFF and value == OFF[kind] and \
@@ -811,6 +821,10 @@ def invalid(variant: Mapping, space: Space, *, max_group_size: int,
     if items > max_group_size:
         return (f"a work-group of {items} work-items; the device runs at most "
                 f"{max_group_size}")
+    axes = len(space.axes) + sum(int(_setting(variant, "split", n)) > 1
+                                 for n, _ in space.split)
+    if axes > 3:
+        return f"{axes} local axes (split reductions take one each); devices have 3"
     if knl is None:
         return None
     import loopy as lp

@@ -6,7 +6,7 @@ timed rows of the given families back into cases whose kernels are the variants,
 a model is fitted to (or evaluated on) them like any suite: ``info.kernel_class`` is the
 family, which leave-one-class-out cross-validation holds out whole.
 
-Public names: VariantCase, DiskPropertyCache, load_variant_dataset.
+Public names: VariantCase, DiskPropertyCache, load_variant_dataset, load_random_dataset.
 """
 
 from __future__ import annotations
@@ -73,3 +73,31 @@ def load_variant_dataset(store, families, *, suite: str = "tuning-corpus",
     return Dataset(cases, np.array([r["min_s"] for r in rows]), info,
                    {**store.identity, "compute_units": store.compute_units}, suite, noise,
                    str(store.path), cache or DiskPropertyCache())
+
+
+def load_random_dataset(store, *, suite: str = "random-loops") -> Dataset:
+    """The timed rows of random loop families (kernelcast.tune.random_families) in
+    *store*, in the store's order; each case's family is made only if its kernel is
+    asked for."""
+    from kernelcast.tune.random_families import DeferredFamily, is_random_family
+    from kernelcast.tune.space import parse_variant_key
+
+    rows = [r for r in store.rows() if not r.get("damage") and r["status"] in TIMED
+            and is_random_family(r["case_name"].split("/")[0])]
+    if not rows:
+        raise KernelcastError(f"the store {store.path} has no timed random-family variants")
+    families: dict[str, DeferredFamily] = {}
+    cases = []
+    for r in rows:
+        fam_name, _, key = r["case_name"].partition("/")
+        fam = families.setdefault(fam_name, DeferredFamily(int(fam_name.split("-")[1])))
+        cases.append(VariantCase(fam, parse_variant_key(key), r["case_name"],
+                                 dict(r["params"])))
+    info = pd.DataFrame([{"case_name": r["case_name"], "suite": suite,
+                          "kernel_class": r["case_name"].split("/")[0], "variant": "",
+                          "dtype": "", "params": r["params"], "status": r["status"]}
+                         for r in rows])
+    noise = timing_noise([{**r, "suite": suite} for r in rows], (suite,))
+    return Dataset(cases, np.array([r["min_s"] for r in rows]), info,
+                   {**store.identity, "compute_units": store.compute_units}, suite, noise,
+                   str(store.path), DiskPropertyCache())

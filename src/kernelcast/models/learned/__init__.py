@@ -147,6 +147,10 @@ class LearnedModel(Model):
                "measured variants of a training corpus (for tuning)")
     workload = "variant"
 
+    features = FEATURES  # the trees' inputs, in order
+    per = "byte moved"  # what the trees predict the log of seconds per
+    tree_params = TREE_PARAMS
+
     def __init__(self, *, rounds: int = ROUNDS):
         self.rounds = rounds
 
@@ -165,10 +169,17 @@ class LearnedModel(Model):
         f = learned_features(props, params, units)
         return np.array([f[n] for n in FEATURES], dtype=float), f["bytes_moved"]
 
-    def _matrix(self, dataset, units) -> tuple[np.ndarray, np.ndarray]:
-        """(features, bytes moved) of every case of *dataset*."""
-        rows = [self._row(dataset.properties(i), dataset.params(i), units)
-                for i in range(len(dataset))]
+    def _workload_row(self, workload, params) -> tuple[np.ndarray, float]:
+        """(features, the scale the trees predict a multiple of) of *workload*."""
+        return self._row(as_properties(workload), params, self._units())
+
+    def _case_row(self, dataset, i: int, fitting: bool) -> tuple[np.ndarray, float]:
+        units = int(dataset.identity.get("compute_units") or 1) if fitting else self._units()
+        return self._row(dataset.properties(i), dataset.params(i), units)
+
+    def _matrix(self, dataset, fitting: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(features, scales) of every case of *dataset*."""
+        rows = [self._case_row(dataset, i, fitting) for i in range(len(dataset))]
         return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
     def fit(self, dataset) -> LearnedModel:
@@ -177,19 +188,20 @@ class LearnedModel(Model):
         if not isinstance(self.rounds, int) or isinstance(self.rounds, bool) \
                 or self.rounds < 1:
             raise KernelcastError(f"rounds must be a positive integer, not {self.rounds!r}")
-        X, moved = self._matrix(dataset, int(dataset.identity.get("compute_units") or 1))
+        self._before_fit(dataset)
+        X, moved = self._matrix(dataset, fitting=True)
         y = np.log(dataset.seconds / moved)
         with quiet_native():
-            train = lgb.Dataset(X, y, feature_name=list(FEATURES), free_raw_data=False)
-            booster = lgb.train(TREE_PARAMS, train, num_boost_round=self.rounds)
+            train = lgb.Dataset(X, y, feature_name=list(self.features), free_raw_data=False)
+            booster = lgb.train(self.tree_params, train, num_boost_round=self.rounds)
         self.booster_ = booster.model_to_string()
         self.ranges_ = {n: [float(X[:, i].min()), float(X[:, i].max())]
-                        for i, n in enumerate(FEATURES)}
+                        for i, n in enumerate(self.features)}
         self._booster = booster
         self._set_fitted(dataset, {})
         errors = relative_errors(self.predict_dataset(dataset), dataset.seconds)
         self.fit_report_ = {
-            "criterion": f"LightGBM regression of log(seconds per byte moved), "
+            "criterion": f"LightGBM regression of log(seconds per {self.per}), "
                          f"{self.rounds} rounds",
             "families": sorted(set(dataset.info.kernel_class)),
             "training_geomean_rel_error": geometric_mean(errors),
@@ -211,14 +223,17 @@ class LearnedModel(Model):
         with quiet_native():
             return booster.predict(X, num_threads=1, verbosity=-1, **options)
 
+    def _before_fit(self, dataset) -> None:
+        """Anything a fit needs to know of *dataset* before its features."""
+
     def _log_parts(self, workload, params) -> tuple[float, np.ndarray]:
         self.check_fitted()
-        x, moved = self._row(as_properties(workload), params, self._units())
+        x, moved = self._workload_row(workload, params)
         return moved, self._raw(x[None, :], pred_contrib=True)[0]
 
     def seconds(self, workload, params: dict) -> float:
         self.check_fitted()
-        x, moved = self._row(as_properties(workload), params, self._units())
+        x, moved = self._workload_row(workload, params)
         return float(moved * math.exp(self._raw(x[None, :])[0]))
 
     def predict(self, workload, params: dict) -> float:
@@ -265,7 +280,7 @@ class LearnedModel(Model):
         """A phrase for each feature of *x* beyond its training range: its name, value
         and range."""
         out = []
-        for name, value in zip(FEATURES, x, strict=True):
+        for name, value in zip(self.features, x, strict=True):
             lo, hi = self.ranges_[name]
             if not lo <= value <= hi:
                 out.append(f"{name} {value:.4g} is outside its training range "
@@ -275,30 +290,30 @@ class LearnedModel(Model):
     def _probe_rows(self) -> list[list[float]]:
         """Rows at the training ranges' low ends, high ends and middles, which a
         separate process predicts before this one reads a profile's booster."""
-        lo = [self.ranges_[n][0] for n in FEATURES]
-        hi = [self.ranges_[n][1] for n in FEATURES]
+        lo = [self.ranges_[n][0] for n in self.features]
+        hi = [self.ranges_[n][1] for n in self.features]
         return [lo, hi, [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]]
 
     def explain(self, workload, params: dict) -> dict[str, float]:
         moved, contrib = self._log_parts(workload, params)
         current = moved * math.exp(contrib[-1])
         parts = {"base": current}
-        for i in sorted(range(len(FEATURES)), key=lambda i: -abs(contrib[i])):
+        for i in sorted(range(len(self.features)), key=lambda i: -abs(contrib[i])):
             if contrib[i] == 0:
                 continue
             after = current * math.exp(contrib[i])
-            parts[FEATURES[i]] = after - current
+            parts[self.features[i]] = after - current
             current = after
         return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
 
     def predict_dataset(self, dataset) -> np.ndarray:
         self.check_fitted()
-        X, moved = self._matrix(dataset, self._units())
+        X, moved = self._matrix(dataset)
         return moved * np.exp(self._raw(X))
 
     def fitted_state(self) -> dict:
         self.check_fitted()
-        return {"features": list(FEATURES), "booster": self.booster_,
+        return {"features": list(self.features), "booster": self.booster_,
                 "checksum": checksum(self.booster_), "ranges": self.ranges_}
 
     def restore(self, state: dict) -> None:
@@ -308,7 +323,7 @@ class LearnedModel(Model):
         booster, names = state.get("booster"), state.get("features")
         if not isinstance(booster, str) or not booster:
             raise KernelcastError("the profile has no booster")
-        if names != list(FEATURES):
+        if names != list(self.features):
             raise KernelcastError("the profile's features are not this kernelcast's "
                                   "(refit it)")
         if "checksum" not in state:
@@ -321,20 +336,20 @@ class LearnedModel(Model):
         if not sound:
             raise ProfileError("damaged: its booster's checksum does not match; refit or "
                                "restore it")
-        self.ranges_ = _ranges(state.get("ranges"))
+        self.ranges_ = _ranges(state.get("ranges"), self.features)
         self.booster_ = booster
         self._booster = None
         vet(booster, self._probe_rows())
 
 
-def _ranges(ranges) -> dict[str, list[float]]:
+def _ranges(ranges, features=FEATURES) -> dict[str, list[float]]:
     """A profile's training ranges, checked: [low, high] finite numbers, low <= high,
     for every feature."""
-    if not isinstance(ranges, dict) or set(ranges) != set(FEATURES):
+    if not isinstance(ranges, dict) or set(ranges) != set(features):
         raise ProfileError("state.ranges must give [low, high] of every feature "
-                           f"({', '.join(FEATURES)}); refit it")
+                           f"({', '.join(features)}); refit it")
     out = {}
-    for name in FEATURES:
+    for name in features:
         pair = ranges[name]
         if not (isinstance(pair, list) and len(pair) == 2
                 and all(isinstance(v, int | float) and not isinstance(v, bool)

@@ -1,0 +1,184 @@
+"""Fit and judge the learned model on the hardware facts (kernelcast.models.learned.facts)
+on a GPU's measured corpus: the random loop families' variants
+(data/GPU/corpus-loops-cuda.sqlite.xz, benchmarks/corpus_gpu.py) and the training corpus
+(data/GPU/tuning-corpus-cuda.sqlite), with the committed summaries
+(data/GPU/learned-summaries.json.xz). Writes data/GPU/learned-facts.json, which
+scripts/results.py shows, and the profile fitted to the whole corpus
+(data/profiles/<device>-cuda-learned-facts.json).
+
+- *families held out*: the corpus's families are dealt into FOLDS groups (each random
+  family and each training-corpus family whole); each group is predicted by a model
+  fitted to the others: relative errors, and per family with at least 4 variants the
+  regret of the top-1 pick and of the best of the top 3, and Spearman's ρ;
+- *judged families*: the model fitted to the whole corpus ranks every measured variant of
+  the judged tuning families (data/GPU/tuning-cuda.sqlite), which no fit ever sees.
+
+Run:  .venv/bin/python benchmarks/learned_facts.py [--gpu h100] [--folds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import lzma
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tuning_learned import ranking_scores  # noqa: E402
+
+
+def _unpacked(path: Path) -> Path:
+    """*path*, or an unpacked copy of *path*.xz where only that is committed."""
+    if path.exists():
+        return path
+    copy = Path(tempfile.mkdtemp(prefix="kernelcast-lf-")) / path.name
+    copy.write_bytes(lzma.open(path.with_name(path.name + ".xz")).read())
+    return copy
+
+
+def concat(datasets):
+    """One dataset of *datasets*, all measured on one device (else a refusal)."""
+    import pandas as pd
+
+    from kernelcast.errors import KernelcastError
+    from kernelcast.fitting.dataset import Dataset
+
+    devices = {d.identity["device"] for d in datasets}
+    if len(devices) > 1:
+        raise KernelcastError(f"the stores were measured on different devices: {devices}")
+    first = datasets[0]
+    return Dataset([c for d in datasets for c in d.cases],
+                   np.concatenate([d.seconds for d in datasets]),
+                   pd.concat([d.info for d in datasets], ignore_index=True),
+                   first.identity, "learned-corpus", max(d.noise for d in datasets),
+                   ";".join(d.store for d in datasets), first.cache)
+
+
+def load(gpu: str):
+    """(training corpus, judged families) with known summaries only; the count of rows
+    left out for want of a summary."""
+    import kernelcast.models.learned.facts as lf
+    from kernelcast.hardware import load_hardware
+    from kernelcast.measure.store import Store
+    from kernelcast.models.extended.facts import SummaryCache
+    from kernelcast.tune.corpus import CORPUS
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.variants import load_random_dataset, load_variant_dataset
+
+    folder = ROOT / "data" / gpu
+    lf.SUMMARIES = SummaryCache(folder / "learned-summaries.json.xz")
+    hw = load_hardware(gpu)
+    with Store(_unpacked(folder / "corpus-loops-cuda.sqlite")) as store:
+        loops = load_random_dataset(store)
+    with Store(folder / "tuning-corpus-cuda.sqlite") as store:
+        corpus = load_variant_dataset(store, list(CORPUS.values()))
+    with Store(folder / "tuning-cuda.sqlite") as store:
+        judged = load_variant_dataset(store, list(FAMILIES.values()), suite="tuning")
+
+    def known(d):
+        keys = [SummaryCache.key(c.kernel_name, d.params(i), hw.name)
+                for i, c in enumerate(d.cases)]
+        mask = np.array([isinstance(lf.SUMMARIES.entries.get(k), dict) for k in keys])
+        return d.subset(mask), int((~mask).sum())
+
+    (loops, a), (corpus, b), (judged, c) = known(loops), known(corpus), known(judged)
+    return concat([loops, corpus]), judged, {"random": a, "corpus": b, "judged": c}
+
+
+def _per_family(data, predicted) -> dict:
+    out = {}
+    classes = np.asarray(data.info.kernel_class)
+    for fam in sorted(set(classes)):
+        rows = classes == fam
+        if rows.sum() >= 4:
+            out[fam] = ranking_scores(predicted[rows], data.seconds[rows])
+    return out
+
+
+def _summary(scores: dict) -> dict:
+    top1 = np.array([s["top1"] for s in scores.values()])
+    top3 = np.array([s["top3"] for s in scores.values()])
+    rho = np.array([s["spearman"] for s in scores.values()])
+    return {"families": len(scores), "mean_spearman": float(np.nanmean(rho)),
+            "median_top1": float(np.median(top1)), "worst_top1": float(top1.max()),
+            "top1_within_5_percent": float((top1 <= 0.05).mean()),
+            "top3_within_2_percent": float((top3 <= 0.02).mean())}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
+    parser.add_argument("--folds", type=int, default=10, help="groups of families")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    from kernelcast.metrics import geometric_mean, relative_errors
+    from kernelcast.models import get_model
+    from kernelcast.profile import save_profile
+
+    started = time.perf_counter()
+    data, judged, unknown = load(args.gpu)
+    print(f"{len(data)} training variants of {data.info.kernel_class.nunique()} families, "
+          f"{len(judged)} judged ({unknown} without a summary), "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+    families = sorted(set(data.info.kernel_class))
+    fold_of = {f: k % args.folds for k, f in enumerate(
+        np.random.default_rng(0).permutation(families))}
+    folds = np.array([fold_of[f] for f in data.info.kernel_class])
+    predicted = np.empty(len(data))
+    for k in range(args.folds):
+        held = folds == k
+        model = get_model("learned-facts").fit(data.subset(~held))
+        predicted[held] = model.predict_dataset(data.subset(held))
+        print(f"fold {k + 1}/{args.folds}, {time.perf_counter() - started:.0f} s", flush=True)
+    errors = relative_errors(predicted, data.seconds)
+    random_rows = np.array([c.startswith("loops-") for c in data.info.kernel_class])
+    held_out = _per_family(data, predicted)
+    model = get_model("learned-facts").fit(data)
+    on_judged = model.predict_dataset(judged)
+    judged_scores = _per_family(judged, on_judged)
+    device = data.identity["device"].lower().replace(" ", "-")
+    profile = ROOT / "data" / "profiles" / f"{device}-cuda-learned-facts.json"
+    save_profile(model, profile)
+    result = {
+        "date": dt.date.today().isoformat(),
+        "identity": {k: data.identity.get(k) for k in ("backend", "device", "driver")},
+        "training": {"variants": len(data), "families": len(families),
+                     "random_variants": int(random_rows.sum()),
+                     "corpus_variants": int((~random_rows).sum()),
+                     "without_summary": unknown},
+        "held_out": {
+            "folds": args.folds,
+            "geomean_rel_error": geometric_mean(errors),
+            "random_geomean_rel_error": geometric_mean(errors[random_rows]),
+            "corpus_geomean_rel_error": geometric_mean(errors[~random_rows]),
+            "within_30_percent": float((errors <= 0.3).mean()),
+            "random_ranking": _summary({f: s for f, s in held_out.items()
+                                        if f.startswith("loops-")}),
+            "corpus_families": {f: s for f, s in held_out.items()
+                                if not f.startswith("loops-")}},
+        "judged": {"variants": len(judged), "families": judged_scores,
+                   "summary": _summary(judged_scores),
+                   "geomean_rel_error": geometric_mean(relative_errors(on_judged,
+                                                                       judged.seconds))},
+        "fit_report": model.fit_report_,
+        "profile": str(profile.relative_to(ROOT)),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out = ROOT / "data" / args.gpu / "learned-facts.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: result[k] for k in ("training", "held_out", "judged")}, indent=1)
+          [:4000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
