@@ -114,6 +114,42 @@ def _summary(scores: dict) -> dict:
             "top3_within_2_percent": float((top3 <= 0.02).mean())}
 
 
+_SHOWN = ("dram_bytes_read", "l2_sectors_read", "l1_sectors", "shared_wavefronts",
+          "inst_executed", "waves", "group_size")
+
+
+def misses(model, judged, predicted, scores, limit: float = 0.05) -> dict:
+    """Per judged family whose top-1 pick is more than *limit* off the best: the pick and
+    the best variant, measured and predicted, with the counters they were predicted
+    from."""
+    from kernelcast.hardware import load_hardware
+
+    hw = load_hardware(model.hardware_)
+    out = {}
+    classes = np.asarray(judged.info.kernel_class)
+    for fam, s in scores.items():
+        if s["top1"] <= limit:
+            continue
+        rows = np.where(classes == fam)[0]
+        pick = rows[np.lexsort((rows, predicted[rows]))[0]]
+        best = rows[np.argmin(judged.seconds[rows])]
+        out[fam] = {}
+        for role, i in (("pick", pick), ("best", best)):
+            summary = lf_summary(judged, i, hw)
+            out[fam][role] = {"variant": judged.cases[i].kernel_name.split("/", 1)[1],
+                              "measured_s": float(judged.seconds[i]),
+                              "predicted_s": float(predicted[i]),
+                              **{k: summary[k] for k in _SHOWN}}
+    return out
+
+
+def lf_summary(dataset, i, hw) -> dict:
+    import kernelcast.models.learned.facts as lf
+
+    case = dataset.cases[i]
+    return lf.summary_with_geometry(case.kernel_name, case.kernel, dataset.params(i), hw)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
@@ -167,6 +203,7 @@ def main() -> int:
                                 if not f.startswith("loops-")}},
         "judged": {"variants": len(judged), "families": judged_scores,
                    "summary": _summary(judged_scores),
+                   "misses": misses(model, judged, on_judged, judged_scores),
                    "geomean_rel_error": geometric_mean(relative_errors(on_judged,
                                                                        judged.seconds))},
         "fit_report": model.fit_report_,

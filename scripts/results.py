@@ -2184,6 +2184,27 @@ def section_learned_facts() -> list[str]:
                 "3 within 2% in every family, mean ρ ≥ 0.8.", "",
                 table(["judged family", "learned-facts: top-1 / top-3 / ρ",
                        "learned: top-1 / top-3 / ρ"], rows, ["l", "r", "r"]), ""]
+        if judged.get("misses"):
+            out += ["Where top-1 misses 5%, the pick and the best variant, measured and "
+                    "predicted, with the counters predicted for them (DRAM bytes read, L2 "
+                    "read and L1 sectors, shared wavefronts, warp instructions, waves, "
+                    "work-items per group):", ""]
+            rows = []
+            for fam, pair in judged["misses"].items():
+                for role in ("pick", "best"):
+                    e = pair[role]
+                    rows.append([fam if role == "pick" else "", role, f"`{e['variant']}`",
+                                 seconds_text(e["measured_s"]), seconds_text(e["predicted_s"]),
+                                 f"{e['dram_bytes_read']:.3g}", f"{e['l2_sectors_read']:.3g}",
+                                 f"{e['l1_sectors']:.3g}", f"{e['shared_wavefronts']:.3g}",
+                                 f"{e['inst_executed']:.3g}", f"{e['waves']:.0f}",
+                                 f"{e['group_size']:.0f}"])
+            out += [table(["family", "", "variant", "measured", "predicted", "DRAM B",
+                           "L2 sectors", "L1 sectors", "shared wf", "warp inst", "waves",
+                           "group"], rows, ["l", "l", "l", *("r" for _ in range(9))]), "",
+                    "In each, the counters favour the pick or cannot tell the two apart: "
+                    "what makes the best faster (latency hidden by more resident groups, "
+                    "fewer dependent loads per work-item, L1 hits) is not in them.", ""]
     if len(out) == 2:
         out.append("*Not generated: no data/<gpu>/learned-facts.json.*")
     return out
