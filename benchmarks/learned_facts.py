@@ -150,6 +150,27 @@ def lf_summary(dataset, i, hw) -> dict:
     return lf.summary_with_geometry(case.kernel_name, case.kernel, dataset.params(i), hw)
 
 
+def layout_order(model) -> dict:
+    """stencil2d tuned with its default space (``default_space``, one task per work-item):
+    the share of pairs of a layout whose l.0 (``j.group``) is at least 32 and one whose
+    l.0 is below 8 that the model ranks wide first (the issue's target: all of them)."""
+    from kernelcast.tune.families import family
+    from kernelcast.tune.space import apply, default_space, invalid
+
+    fam = family("stencil2d")
+    space = default_space(fam.build(), fam.params)
+    wide, narrow = [], []
+    for v in space.variants():
+        group = v["j.group"]
+        if (any(v[f"{a.iname}.per_item"] != 1 for a in space.axes)
+                or 8 <= group < 32 or invalid(v, space, max_group_size=1024)):
+            continue
+        seconds = model.predict(apply(fam.build(), v, space), fam.params)
+        (wide if group >= 32 else narrow).append(seconds)
+    pairs = np.array(wide)[:, None] < np.array(narrow)[None, :]
+    return {"wide": len(wide), "narrow": len(narrow), "ordered_share": float(pairs.mean())}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
@@ -204,6 +225,7 @@ def main() -> int:
         "judged": {"variants": len(judged), "families": judged_scores,
                    "summary": _summary(judged_scores),
                    "misses": misses(model, judged, on_judged, judged_scores),
+                   "stencil2d_layouts": layout_order(model),
                    "geomean_rel_error": geometric_mean(relative_errors(on_judged,
                                                                        judged.seconds))},
         "fit_report": model.fit_report_,
