@@ -97,7 +97,12 @@ def test_committed_summaries_are_what_the_facts_predict_now(known):
     compared = 0
     for i in random.Random(1).sample(range(FAMILIES), 3):
         fam = random_family(i)
-        v = random_variants(fam, 8)[0]
+        plain = [v for v in random_variants(fam, 8)  # Loopy's code for split reductions
+                 if not any(k.startswith(("split.", "prefetch.")) and x not in (1, False)
+                            for k, x in v.items())]  # and prefetches varies by hash seed
+        if not plain:
+            continue
+        v = plain[0]
         stored = known.entries.get(SummaryCache.key(f"{fam.name}/{variant_key(v)}",
                                                     fam.params, hw.name))
         if not isinstance(stored, dict):

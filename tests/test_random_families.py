@@ -114,10 +114,17 @@ def test_the_committed_corpus_is_what_the_generator_makes(store):
     by_family = {}
     for r in rows:
         by_family.setdefault(r["case_name"].split("/")[0], []).append(r)
-    for name in random.Random(0).sample(sorted(by_family), 6):
+    compared = 0
+    for name in random.Random(0).sample(sorted(by_family), 8):
         fam = random_family(int(name.split("-")[1]))
         drawn = {f"{name}/{variant_key(v)}": v for v in random_variants(fam, 8)}
         for r in by_family[name]:
             assert r["params"] == fam.params
-            code = generate(apply(fam.build(), drawn[r["case_name"]], fam.space), "cuda")
+            variant = drawn[r["case_name"]]
+            if any(k.startswith(("split.", "prefetch.")) and v not in (1, False)
+                   for k, v in variant.items()):
+                continue  # Loopy's code for these depends on the process's hash seed
+            code = generate(apply(fam.build(), variant, fam.space), "cuda")
             assert code.code_sha256 == r["code_sha256"], r["case_name"]
+            compared += 1
+    assert compared >= 20
