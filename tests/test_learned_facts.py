@@ -153,3 +153,16 @@ def test_a_profile_round_trips(tmp_path, data, fitted):
     again = load_profile(path)
     assert again.hardware_ == "h100"
     assert np.array_equal(again.predict_dataset(data), fitted.predict_dataset(data))
+
+
+@pytest.mark.parametrize("name", ["learned", "learned-facts"])
+def test_evaluate_refuses_a_variant_model_in_one_line(name, capsys):
+    from kernelcast.cli import main
+
+    profile = DATA.parent / "profiles" / f"nvidia-h100-80gb-hbm3-cuda-{name}.json"
+    assert main(["evaluate", "--profile", str(profile), "--db",
+                 str(DATA / "cuda.sqlite")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"kernelcast: error: the {name} model is fitted to measured variants and "
+                   "ranks a kernel's variants (kernelcast tune); evaluate judges the models "
+                   "fitted from a store's suites")

@@ -164,7 +164,7 @@ def predict(args) -> int:
 
         if args.stat:
             raise UsageError("--stat is for the models on the paper's properties; the "
-                             "facts model reads no data statistics")
+                             f"{model.name} model reads no data statistics")
         params = sizes(args.param)
         props = load_kernel(args.kernel)
     else:
@@ -241,6 +241,10 @@ def evaluate(args) -> int:
                           **model_params(args))
     else:
         raise UsageError("give --profile, or --db with --model NAME")
+    if model.workload == "variant":
+        raise UsageError(f"the {model.name} model is fitted to measured variants and ranks "
+                         "a kernel's variants (kernelcast tune); evaluate judges the models "
+                         "fitted from a store's suites")
     others = ("all",) if args.model == "all" else (args.model,) if args.model else ()
     tables = run(model, args.db, False if args.no_measure else None, others, args.suite,
                  cache=cache, runs=args.runs, tolerance=args.tolerance)
