@@ -226,3 +226,24 @@ def test_a_tuner_ranks_with_the_facts_of_each_variant(model):
     assert not skipped and len(ranked) == 25
     seconds = [r.predicted_s for r in ranked]
     assert seconds == sorted(seconds) and len(set(seconds)) > 1
+
+
+def test_a_fit_that_computes_facts_says_how_far_it_got(data, monkeypatch):
+    import io
+
+    import kernelcast.models.extended as extended
+    from kernelcast.models.extended.facts import SummaryCache
+
+    fit, _ = data
+    hw = load_hardware("h100")
+    keys = [SummaryCache.key(f"{c.suite}:{c.name}", fit.params(i), hw.name)
+            for i, c in enumerate(fit.cases)]
+    fewer = SummaryCache()
+    fewer.entries = {k: v for k, v in extended.SUMMARIES.entries.items() if k not in keys[:3]}
+    monkeypatch.setattr(extended, "SUMMARIES", fewer)
+    model = get_model("facts")
+    model.progress = io.StringIO()
+    model.fit(fit)
+    lines = model.progress.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hardware facts of 3/3 launches, ")
+    assert all(k in fewer.entries for k in keys[:3])

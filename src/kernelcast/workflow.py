@@ -56,17 +56,20 @@ def test_suite_of(suite: str) -> str:
 
 
 def fit_store(store_path, model: str = "paper", suite: str = "measurement",
-              cache: PropertyCache | None = None, *, profile_path=None, **params):
+              cache: PropertyCache | None = None, *, profile_path=None, progress=None,
+              **params):
     """*model* (a name; *params* are its keyword arguments) fitted to the rows of the
     store at *store_path* that it is fitted from when calibrated with *suite*. With
     *profile_path*, where the profile will be written is checked first (a directory, a
-    measurement store or a folder that cannot be written is refused before the fit)."""
+    measurement store or a folder that cannot be written is refused before the fit).
+    *progress*: a stream for a long fit's progress lines (Model.progress)."""
     if profile_path is not None:
         check_profile_path(profile_path)
     from kernelcast.suites.paper import get_suite
 
     get_suite(suite)  # an unknown suite name is refused before the store is read
     fitted = get_model(model, **params)
+    fitted.progress = progress
     with Store(store_path) as store:
         dataset = load_dataset(store, fitted.fit_suites(suite), suite=suite, cache=cache)
     return fitted.fit(dataset)
@@ -110,7 +113,8 @@ def calibrate(device=None, backend: str = "opencl", db=None,
         with Store(db, identity, create_dirs=default_db) as store:
             for name in suites:
                 measure_suite(get_suite(name), runner, store, progress=progress, **options)
-    fitted = fit_store(db, model, suite, cache, **(params or {}))
+    fitted = fit_store(db, model, suite, cache, progress=stream, **(params or {}))
+    fitted.progress = None
     save_profile(fitted, profile_path)
     return fitted, profile_path
 

@@ -198,6 +198,7 @@ def fit(args) -> int:
     from kernelcast.workflow import fit_store
 
     model = fit_store(args.db, args.model, args.suite, profile_path=args.profile,
-                      **model_params(args))
+                      progress=sys.stderr, **model_params(args))
+    model.progress = None
     _print_fit(model, save_profile(model, args.profile))
     return 0

@@ -71,6 +71,8 @@ class Model(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""  # one line, for help texts
     workload: ClassVar[str] = "kernel"  # what predict takes: "kernel" or "skeleton"
+    #: where a fit that computes for minutes says how far it got (a stream; None: silent)
+    progress = None
 
     def get_params(self) -> dict:
         """The keyword arguments the model was made with."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 
 import numpy as np
 
@@ -231,9 +232,28 @@ class FactsModel(ExtendedModel):
             parts["floor"] = below
         return parts
 
+    def _compute_summaries(self, dataset, hw) -> None:
+        """The summaries of *dataset*'s launches that SUMMARIES lacks (a fraction of a
+        second each: the compiler and the cache model), saying how far it got on
+        ``progress`` every 50."""
+        missing = []
+        for i, case in enumerate(dataset.cases):
+            name, params = f"{case.suite}:{case.name}", dataset.params(i)
+            if SummaryCache.key(name, params, hw.name) not in SUMMARIES.entries:
+                missing.append((name, case, params))
+        started = time.monotonic()
+        for k, (name, case, params) in enumerate(missing, 1):
+            SUMMARIES.summary(name, case.kernel, params, hw)
+            if self.progress is not None and (k % 50 == 0 or k == len(missing)):
+                elapsed = time.monotonic() - started
+                print(f"hardware facts of {k}/{len(missing)} launches, {elapsed:.0f} s, "
+                      f"~{elapsed / k * (len(missing) - k):.0f} s left", file=self.progress,
+                      flush=True)
+
     def fit(self, dataset) -> FactsModel:
         self._check_q()
         hw = self._hardware(dataset.identity["device"])
+        self._compute_summaries(dataset, hw)
         X = self.design_matrix(dataset)
         y = dataset.seconds
         A = X[[c for c in X.columns if term_group(c) != "context"]].copy()
