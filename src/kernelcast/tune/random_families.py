@@ -28,8 +28,8 @@ those with at least a warp of work-items and at most 1024 per work-group, and at
 tasks per work-item; Loopy may still refuse one (a prefetch it cannot make), which a
 campaign records as a failed row.
 
-Public names: SEED, PREFIX, random_family, random_families, random_variants, variant_kernel,
-is_random_family, DeferredFamily.
+Public names: SEED, PREFIX, random_family, random_variants, variant_kernel, is_random_family,
+DeferredFamily.
 """
 
 from __future__ import annotations
@@ -341,10 +341,6 @@ class DeferredFamily:
 
     def __getattr__(self, attribute):
         return getattr(random_family(self.number), attribute)
-
-
-def random_families(count: int, start: int = 0) -> list[Family]:
-    return [random_family(i) for i in range(start, start + count)]
 
 
 def random_variants(fam: Family, count: int) -> list[dict]:
