@@ -265,7 +265,13 @@ def main() -> int:
     p.add_argument("--variants", type=int, default=8, help="variants per family")
     p.add_argument("--jobs", type=int, default=2, help="processes")
     args = parser.parse_args()
-    return {"measure": measure, "summaries": summaries, "pack": pack}[args.command](args)
+    from kernelcast.errors import KernelcastError
+
+    try:
+        return {"measure": measure, "summaries": summaries, "pack": pack}[args.command](args)
+    except (OSError, KernelcastError) as err:  # a missing file, a device or store refused
+        print(f"corpus_gpu.py: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ def _unpacked(path: Path) -> Path:
 
 
 def concat(datasets):
-    """One dataset of *datasets*, all measured on one device (else a refusal)."""
+    """One dataset of *datasets*, all measured on one device (else a refusal); its
+    ``info.suite`` tells each case's source, its ``store`` is the first's."""
     import pandas as pd
 
     from kernelcast.errors import KernelcastError
@@ -60,7 +61,7 @@ def concat(datasets):
                    np.concatenate([d.seconds for d in datasets]),
                    pd.concat([d.info for d in datasets], ignore_index=True),
                    first.identity, "learned-corpus", max(d.noise for d in datasets),
-                   ";".join(d.store for d in datasets), first.cache)
+                   first.store, first.cache)  # a profile names one store: the first's
 
 
 def load(gpu: str):
@@ -79,6 +80,7 @@ def load(gpu: str):
     hw = load_hardware(gpu)
     with Store(_unpacked(folder / "corpus-loops-cuda.sqlite")) as store:
         loops = load_random_dataset(store)
+    loops.store = str(folder / "corpus-loops-cuda.sqlite.xz")  # the committed file
     with Store(folder / "tuning-corpus-cuda.sqlite") as store:
         corpus = load_variant_dataset(store, list(CORPUS.values()))
     with Store(folder / "tuning-cuda.sqlite") as store:
@@ -122,6 +124,7 @@ def misses(model, judged, predicted, scores, limit: float = 0.05) -> dict:
     """Per judged family whose top-1 pick is more than *limit* off the best: the pick and
     the best variant, measured and predicted, with the counters they were predicted
     from."""
+    import kernelcast.models.learned.facts as lf
     from kernelcast.hardware import load_hardware
 
     hw = load_hardware(model.hardware_)
@@ -135,19 +138,14 @@ def misses(model, judged, predicted, scores, limit: float = 0.05) -> dict:
         best = rows[np.argmin(judged.seconds[rows])]
         out[fam] = {}
         for role, i in (("pick", pick), ("best", best)):
-            summary = lf_summary(judged, i, hw)
+            case = judged.cases[i]
+            summary = lf.summary_with_geometry(case.kernel_name, case.kernel,
+                                               judged.params(i), hw)
             out[fam][role] = {"variant": judged.cases[i].kernel_name.split("/", 1)[1],
                               "measured_s": float(judged.seconds[i]),
                               "predicted_s": float(predicted[i]),
                               **{k: summary[k] for k in _SHOWN}}
     return out
-
-
-def lf_summary(dataset, i, hw) -> dict:
-    import kernelcast.models.learned.facts as lf
-
-    case = dataset.cases[i]
-    return lf.summary_with_geometry(case.kernel_name, case.kernel, dataset.params(i), hw)
 
 
 def layout_order(model) -> dict:
@@ -177,12 +175,17 @@ def main() -> int:
     parser.add_argument("--folds", type=int, default=10, help="groups of families")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    from kernelcast.errors import KernelcastError
     from kernelcast.metrics import geometric_mean, relative_errors
     from kernelcast.models import get_model
     from kernelcast.profile import save_profile
 
     started = time.perf_counter()
-    data, judged, unknown = load(args.gpu)
+    try:
+        data, judged, unknown = load(args.gpu)
+    except (OSError, KernelcastError) as err:  # a store, summaries file or GPU unknown
+        print(f"learned_facts.py: error: {err}", file=sys.stderr)
+        return 1
     print(f"{len(data)} training variants of {data.info.kernel_class.nunique()} families, "
           f"{len(judged)} judged ({unknown} without a summary), "
           f"{time.perf_counter() - started:.0f} s", flush=True)

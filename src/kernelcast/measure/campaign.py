@@ -194,11 +194,10 @@ def _generate(job: Job, backend: str, build_options: str, warm: bool = False):
     except Exception as err:  # noqa: BLE001 - any failure to generate is the kernel's
         return None, None, f"code generation failed: {err}"
     if warm and backend == "cuda":
-        import cupy
+        from kernelcast.measure.backends.cuda import compiled_function
 
         try:
-            cupy.RawModule(code=generated.code, options=tuple(build_options.split())
-                           ).get_function(generated.name)
+            compiled_function(generated, build_options)
         except Exception:  # noqa: BLE001 - the backend's compile reports it
             pass
     return generated, typed, None

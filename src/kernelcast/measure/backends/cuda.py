@@ -3,7 +3,7 @@
 cupy is imported when a backend is made, not with this module; without it making one raises
 MissingDependencyError.
 
-Public names: CudaBackend.
+Public names: CudaBackend, compiled_function.
 """
 
 from __future__ import annotations
@@ -42,9 +42,7 @@ class CudaBackend(Backend):
         cupy = self._cupy
         with captured_stderr() as printed:
             try:
-                module = cupy.RawModule(code=kernel.code,
-                                        options=tuple(self.build_options.split()))
-                return module.get_function(kernel.name)
+                return compiled_function(kernel, self.build_options)
             except cupy.cuda.compiler.CompileException as err:
                 failure = str(err)
         raise CompileError(compiler_log("CUDA compile failed", failure, printed[0]))
@@ -95,3 +93,13 @@ class CudaBackend(Backend):
     def release(self, args):
         args.clear()
         self._cupy.get_default_memory_pool().free_all_blocks()
+
+
+def compiled_function(kernel, build_options: str = ""):
+    """*kernel*'s function, compiled by NVRTC through cupy, which keeps the binary in its
+    kernel cache: a process that compiles the same code with the same options later
+    finds it there (a campaign's workers compile ahead of the process that times)."""
+    import cupy
+
+    return cupy.RawModule(code=kernel.code, options=tuple(build_options.split())
+                          ).get_function(kernel.name)

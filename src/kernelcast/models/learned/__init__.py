@@ -226,10 +226,11 @@ class LearnedModel(Model):
     def _before_fit(self, dataset) -> None:
         """Anything a fit needs to know of *dataset* before its features."""
 
-    def _log_parts(self, workload, params) -> tuple[float, np.ndarray]:
+    def _log_parts(self, workload, params) -> tuple[np.ndarray, float, np.ndarray]:
+        """(features, scale, the trees' contributions) of *workload*."""
         self.check_fitted()
         x, moved = self._workload_row(workload, params)
-        return moved, self._raw(x[None, :], pred_contrib=True)[0]
+        return x, moved, self._raw(x[None, :], pred_contrib=True)[0]
 
     def seconds(self, workload, params: dict) -> float:
         self.check_fitted()
@@ -295,7 +296,11 @@ class LearnedModel(Model):
         return [lo, hi, [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]]
 
     def explain(self, workload, params: dict) -> dict[str, float]:
-        moved, contrib = self._log_parts(workload, params)
+        _, moved, contrib = self._log_parts(workload, params)
+        return self._parts(moved, contrib)
+
+    def _parts(self, moved: float, contrib: np.ndarray) -> dict[str, float]:
+        """The base and, feature by feature in order of effect, what each factor adds."""
         current = moved * math.exp(contrib[-1])
         parts = {"base": current}
         for i in sorted(range(len(self.features)), key=lambda i: -abs(contrib[i])):

@@ -175,9 +175,8 @@ class LearnedFactsModel(LearnedModel):
 
         knl = _loopy_kernel(workload)
         hw = self._hardware()
-        summary = dict(SUMMARIES.summary(_kernel_name(knl), lambda: knl, params, hw))
-        summary.update(launch_geometry(knl, params))
-        return self._vector(summary, hw)
+        return self._vector(summary_with_geometry(_kernel_name(knl), lambda: knl, params, hw),
+                            hw)
 
     def _case_row(self, dataset, i: int, fitting: bool) -> tuple[np.ndarray, float]:
         case = dataset.cases[i]
@@ -208,8 +207,8 @@ class LearnedFactsModel(LearnedModel):
     def explain(self, workload, params: dict) -> dict[str, float]:
         """As the learned model's, from the floor; a launch predicted below its floor
         gets the difference as the part ``floor``."""
-        parts = super().explain(workload, params)
-        _, floor = self._workload_row(workload, params)
+        _, floor, contrib = self._log_parts(workload, params)
+        parts = self._parts(floor, contrib)
         below = floor - sum(parts.values())
         if below > 0:
             parts["floor"] = below
