@@ -1,4 +1,4 @@
-// Cache-behaviour microbenchmarks behind kernelcast.facts.caches (MEASURED_H100): run by
+// Cache-behaviour microbenchmarks behind kernelcast.facts.caches (MEASURED): run by
 // benchmarks/cache_microbenchmarks.sh on the GPU machine under ncu; results in data/h100/caches.
 #include <cstdio>
 #include <cstdlib>

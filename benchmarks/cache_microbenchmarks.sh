@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The cache microbenchmarks behind kernelcast.facts.caches (MEASURED_H100), on the GPU
+# The cache microbenchmarks behind kernelcast.facts.caches (MEASURED), on the GPU
 # machine from the project root: compiled with nvcc, run once to list the launches, then
 # under ncu with the L1/L2/DRAM metrics this ncu knows. Writes OUT/launches.txt,
-# OUT/metrics.txt and OUT/ncu.csv (data/h100/caches/ holds the H100's).
+# OUT/metrics.txt and OUT/ncu.csv (data/h100/caches/ and data/h200/caches/ hold the
+# H100's and the H200's).
 set -euo pipefail
 out=${1:?usage: cache_microbenchmarks.sh OUTDIR}
 mkdir -p "$out"

@@ -2387,7 +2387,7 @@ def section_hardware_facts() -> list[str]:
             out += _facts_table(held, f"**{GPU_LABEL[gpu]}, held out** (launches of "
                                 "`benchmarks/counters_gpu.py plan --held-out`: random "
                                 "kernels and family variants that kernelcast.facts was "
-                                "not developed on)", worst=False)
+                                "not developed on)", worst=True, missed_only=True)
     out += _facts_speed()
     return out
 
@@ -2425,10 +2425,7 @@ def section_facts_model() -> list[str]:
         models = doc["models"]
         ident = doc["identity"]
         out += [f"**{GPU_LABEL[gpu]}** ({ident['device']}, {ident['backend']}, "
-                f"{ident['driver']}; evaluated {doc['date'][:10]})"
-                + ("" if gpu == "h100" else ": its facts assume the cache behaviour "
-                   "measured on the H100 (a HardwareGuessWarning); no H200 counters were "
-                   "profiled to check them") + ":", ""]
+                f"{ident['driver']}; evaluated {doc['date'][:10]}):", ""]
         rows = []
         for name, e in models.items():
             worst = max(e["tuning"].values(), key=lambda f: f["top1"]) if e["tuning"] \
@@ -2502,9 +2499,11 @@ def _facts_misses(facts: dict) -> list[str]:
     return ["Where the top-1 pick misses the best by more than 5% (facts):", "", *lines, ""]
 
 
-def _facts_table(path: Path, title: str, *, worst: bool) -> list[str]:
+def _facts_table(path: Path, title: str, *, worst: bool, missed_only: bool = False
+                 ) -> list[str]:
     """One agreement document of benchmarks/counters_agreement.py as a table (and its
-    furthest launches with *worst*)."""
+    furthest launches with *worst*: of every metric, or of those below their target with
+    *missed_only*)."""
     doc = json.loads(path.read_text())
     rows = []
     for metric, row in doc["metrics"].items():
@@ -2532,7 +2531,11 @@ def _facts_table(path: Path, title: str, *, worst: bool) -> list[str]:
                  ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
     lines = []
     for metric, items in doc.get("worst", {}).items() if worst else ():
-        if not items:
+        row = doc["metrics"].get(metric, {})
+        all_ = row.get("families", {}).get("all")
+        if not items or missed_only and (
+                row.get("target") is None or not all_
+                or all_["agree"] >= row["target"] * all_["launches"]):
             continue
         shown = ", ".join(
             f"{w['launch']} (measured 0)" if not w["measured"] else

@@ -13,7 +13,8 @@ import pytest
 
 from kernelcast.errors import UsageError
 from kernelcast.facts.caches import (
-    CODE_FETCH_H100,
+    CODE_FETCH,
+    L2_HIT_FADE,
     CacheTraffic,
     _footprint_window,
     cache_traffic,
@@ -418,29 +419,65 @@ def test_bad_parameters_are_usage_errors(bad):
         cache_traffic(one_group(np.arange(8)), 1, **small(**bad))
 
 
-def test_the_code_fetch_line_is_the_fit_of_its_microbenchmarks():
-    """CODE_FETCH_H100 fitted again from data/h100/fetch: the L2 read sectors of kernels
+def _microbenchmarks(gpu, kind):
+    """data/GPU/KIND's launches (index -> fields of launches.txt) and ncu's counters
+    (index -> metric -> value)."""
+    folder = Path(__file__).resolve().parent.parent / "data" / gpu / kind
+    launches = {f[1]: f for f in
+                (line.split() for line in (folder / "launches.txt").read_text().splitlines())
+                if f and f[0] == "L"}
+    text = lzma.open(folder / "ncu.csv.xz", "rt").read()
+    counters = {}
+    for row in csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines()
+                                                    if line.startswith('"')))):
+        counters.setdefault(row["ID"], {})[row["Metric Name"]] = float(
+            row["Metric Value"].replace(",", ""))
+    return folder, launches, counters
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_code_fetch_line_is_the_fit_of_its_microbenchmarks(gpu):
+    """CODE_FETCH fitted again from data/GPU/fetch: the L2 read sectors of kernels
     without loads against the bytes of their SASS (cuobjdump's addresses), on grids up to
     1,320 groups, code up to 66 KB."""
-    folder = Path(__file__).resolve().parent.parent / "data" / "h100" / "fetch"
+    folder, launches, counters = _microbenchmarks(gpu, "fetch")
     sass = lzma.open(folder / "sass.txt.xz", "rt").read()
     code = {}
     for part in sass.split("Function : ")[1:]:
         n = int(re.search(r"ILi(\d+)E", part.split()[0]).group(1))
         code[n] = max(int(a, 16) for a in re.findall(r"/\*([0-9a-f]{4,5})\*/", part)) + 16
-    launches = {f[1]: (int(f[3][2:]), int(f[4][5:])) for f in
-                (line.split() for line in (folder / "launches.txt").read_text().splitlines())
-                if f and f[0] == "L"}
-    text = lzma.open(folder / "ncu.csv.xz", "rt").read()
-    rows = csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines()
-                                                 if line.startswith('"'))))
     x, y = [], []
-    for row in rows:
-        n, grid = launches[row["ID"]]
-        if (row["Metric Name"] == "lts__t_sectors_op_read.sum" and grid <= 1320
-                and code[n] <= 66 * KB):
+    for index, fields in launches.items():
+        n, grid = int(fields[3][2:]), int(fields[4][5:])
+        if grid <= 1320 and code[n] <= 66 * KB:
             x.append(code[n])
-            y.append(float(row["Metric Value"].replace(",", "")))
+            y.append(counters[index]["lts__t_sectors_op_read.sum"])
     slope, base = np.polyfit(x, y, 1)
     assert len(x) >= 15 and len(set(x)) >= 3
-    assert CODE_FETCH_H100 == pytest.approx((base, slope), rel=0.01)
+    assert CODE_FETCH == pytest.approx((base, slope), rel=0.01)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_l2_hit_fade_is_the_fit_of_its_microbenchmarks(gpu):
+    """L2_HIT_FADE fitted again from data/GPU/caches: groups re-reading a footprint REPS
+    times miss L2 on a share m of the re-reads (DRAM reads = footprint × (1 + (REPS-1)
+    m)); m as a ramp over the footprint's share of the device's own L2, least squares
+    on a 0.005 grid."""
+    from kernelcast.hardware import load_hardware
+
+    l2 = load_hardware(gpu).l2_cache_bytes
+    _, launches, counters = _microbenchmarks(gpu, "caches")
+    share, miss = [], []
+    for index, fields in launches.items():
+        if fields[2] == "cyc_read":
+            footprint = int(fields[3].split("=")[1]) * 2**20
+            reps = int(fields[4].split("=")[1])
+            dram = counters[index]["dram__bytes_read.sum"]
+            share.append(footprint / l2)
+            miss.append((dram / footprint - 1) / (reps - 1))
+    share, miss = np.array(share), np.array(miss)
+    assert len(share) >= 8 and miss.min() < 0.01 and miss.max() > 0.99
+    grid = np.arange(0.3, 1.3, 0.005)
+    _, low, high = min((np.sum((np.clip((share - a) / (b - a), 0, 1) - miss) ** 2), a, b)
+                       for a in grid for b in grid if b > a)
+    assert L2_HIT_FADE == pytest.approx((low, high), abs=0.02)

@@ -84,11 +84,20 @@ def test_a_cold_launch_whose_arrays_fit_l2_reads_each_block_from_dram_at_most_on
     assert facts.counters["dram__bytes_read.sum"] <= 512
 
 
-def test_another_gpu_than_the_cache_model_was_measured_on_is_warned_of(compiler):
+def test_another_gpu_than_the_cache_model_was_measured_on_is_warned_of(compiler, tmp_path):
+    import warnings
+
     from kernelcast.errors import HardwareGuessWarning
 
-    with pytest.warns(HardwareGuessWarning, match="measured on the NVIDIA H100"):
-        predict_counters(gather(), {"n": 4096}, "h200")
+    for measured in ("h100", "h200"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", HardwareGuessWarning)
+            predict_counters(gather(), {"n": 4096}, measured)
+    other = json.loads((ROOT / "src/kernelcast/hardware/h200.json").read_text())
+    other["name"] = "NVIDIA H20"
+    (tmp_path / "h20.json").write_text(json.dumps(other))
+    with pytest.warns(HardwareGuessWarning, match="measured on the NVIDIA H100 .* H200"):
+        predict_counters(gather(), {"n": 4096}, tmp_path / "h20.json")
 
 
 def _launches(*labels):

@@ -17,7 +17,7 @@ What the hardware is taken to do. Sizes and granularities: NVIDIA's Hopper tunin
 128-byte lines) and the A100/H100 whitepapers (L2 in two partitions, each caching data for
 the SMs wired to it); the sectored L1 as Jia et al. measured it ("Dissecting the NVIDIA
 Volta GPU Architecture via Microbenchmarking", 2018). The rest was read with ncu 2025.3 on
-an H100 SXM (see ``MEASURED_H100``):
+an H100 SXM (see ``MEASURED``):
 
 - Work-groups go to SMs round-robin in launch order; a *wave* is ``W = sms *
   groups_per_sm`` consecutive groups. Every group lasts one time unit and group ``g``
@@ -72,7 +72,7 @@ and a written sector leaves L2 once older than the window whose footprint fills 
 Totals scale from the sample (pass the exact load and store sector counts when known).
 
 Public names: CacheTraffic, cache_traffic, lru_sector_cache, H100_L1_BYTES, MEASURED_ON,
-MEASURED_H100, NCU_DIRTY_AT_START_H100, L2_HIT_FADE_H100, CODE_FETCH_H100, CALL_ENTRIES.
+MEASURED, NCU_DIRTY_AT_START, L2_HIT_FADE, CODE_FETCH, CALL_ENTRIES.
 """
 
 from __future__ import annotations
@@ -91,13 +91,15 @@ from kernelcast.errors import UsageError
 # H100, of which the shared-memory carveout (up to 228 KB) is taken first.
 H100_L1_BYTES = 256 * 1024
 
-# the GPU whose counters the behaviour below was read from (data/h100/caches/)
-MEASURED_ON = "NVIDIA H100 80GB HBM3"
+# the GPUs whose counters the behaviour below was read from (data/<gpu>/caches/ and
+# data/<gpu>/fetch/); on any other the cache model is a guess (HardwareGuessWarning)
+MEASURED_ON = ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
 
 # What ncu 2025.3 read on an H100 SXM (driver 580, caches flushed before each launch),
 # from float32 microbenchmarks built with nvcc -arch=sm_90 (benchmarks/
-# cache_microbenchmarks.sh; the counters in data/h100/caches/); the choices above follow them.
-MEASURED_H100: Mapping[str, str] = {
+# cache_microbenchmarks.sh; the counters in data/h100/caches/); the choices above follow
+# them. The H200 (data/h200/) read the same within a few percent, but for "h200".
+MEASURED: Mapping[str, str] = {
     "l1 stores": "a block that stores 1 KB and reads it back after a barrier, each warp "
                  "another warp's data: every load sector hits L1",
     "l1 capacity": "one block per SM re-reading its own 8-192 KB four times hits 75% of "
@@ -117,6 +119,10 @@ MEASURED_H100: Mapping[str, str] = {
                                   "20 MB 0.2 MB, 24 MB 1.3 MB, 28 MB 2.2 MB, 32-64 MB "
                                   "2.4 MB; a column sum or matrix-vector product of "
                                   "256 MB to 4 GB writes 2.3-2.6 MB",
+    "h200": "the same microbenchmarks on an H200 (60 MB L2): the footprint re-read three "
+            "times reads from DRAM once up to 32 MB, 1.47x at 40 MB and 2.8x at 48 MB: "
+            "its L2 stops keeping data from 0.62 to 0.815 of its capacity, where the "
+            "H100's does from 0.61 to 0.84; the code fetches' line is the H100's within 1%",
     "code fetches": "kernels that load no data read 970 L2 sectors with 384 bytes of "
                     "code, 1,260 with 1.4 KB, 3,300 with 8.6 KB and 19,000 with 66 KB, "
                     "on 1 to 1,320 groups alike (benchmarks/fetch_microbenchmarks.sh, "
@@ -129,17 +135,21 @@ MEASURED_H100: Mapping[str, str] = {
 
 # L2 read sectors of a launch's instruction and constant fetches: base + per byte of SASS
 # code, the least-squares line through the fetch microbenchmarks with up to 66 KB of code
-# (MEASURED_H100, "code fetches"; tests/test_facts_caches.py fits it again from the data).
-CODE_FETCH_H100 = (890.7, 0.2764)
+# (MEASURED, "code fetches"; tests/test_facts_caches.py fits it again from the data of
+# the H100 and the H200).
+CODE_FETCH = (890.7, 0.2764)
 
-# Dirty data ncu leaves in an H100's L2 before a profiled launch (its memory save and
+# Dirty data ncu leaves in L2 before a profiled launch (its memory save and
 # restore between passes, it seems): read-only kernels write 2.3 to 2.6 MB to DRAM once
-# they have brought more than the L2 into it, nothing below (MEASURED_H100).
-NCU_DIRTY_AT_START_H100 = 2_400_000
+# they have brought more than the L2 into it, nothing below (MEASURED; 2.2 to 2.5 MB
+# on the H200).
+NCU_DIRTY_AT_START = 2_400_000
 
-# Where an H100's L2 stops keeping data: groups re-reading a footprint hit L2 for almost
-# all of it up to 0.61 of its 50 MB and for none past 0.83 (MEASURED_H100, "l2 capacity").
-L2_HIT_FADE_H100 = (0.61, 0.83)
+# Where L2 stops keeping data, as shares of its capacity: groups re-reading a footprint
+# hit L2 for almost all of it up to 0.61 of an H100's 50 MB and for none past 0.83
+# (MEASURED, "l2 capacity"; the H200's 60 MB alike, "h200"; tests/test_facts_caches.py
+# fits both again from the data).
+L2_HIT_FADE = (0.61, 0.83)
 
 # What evaluating one group costs besides its entries, counted against ``budget`` as
 # that many entries (group_sectors takes about as long for a group as for 256 entries).
@@ -408,8 +418,8 @@ def cache_traffic(group_sectors: GroupSectors, num_groups: int, *, sms: int,
                   groups_per_sm: int, l1_bytes: int, l2_bytes: int, sector_bytes: int = 32,
                   line_bytes: int = 128, dram_fetch_bytes: int = 64, l2_partitions: int = 2,
                   cold: bool = True, writeback_at_end: bool = False,
-                  dirty_at_start_bytes: int = NCU_DIRTY_AT_START_H100,
-                  l2_hit_fade: tuple[float, float] = L2_HIT_FADE_H100,
+                  dirty_at_start_bytes: int = NCU_DIRTY_AT_START,
+                  l2_hit_fade: tuple[float, float] = L2_HIT_FADE,
                   grid: Sequence[int] | None = None,
                   load_sectors_total: float | None = None,
                   store_sectors_total: float | None = None,
@@ -420,7 +430,7 @@ def cache_traffic(group_sectors: GroupSectors, num_groups: int, *, sms: int,
     ``group_sectors(g)`` returns ``(load_sectors, store_sectors)`` of group ``g``;
     ``l1_bytes`` is an SM's L1 after the shared-memory carveout and ``l2_bytes`` the whole
     L2 (``l2_partitions`` partitions); ``dram_fetch_bytes`` is the block an L2 miss reads
-    (64 on H100, ``MEASURED_H100``). ``cold``: L2 empty at the start (ncu's default), else
+    (64 on H100, ``MEASURED``). ``cold``: L2 empty at the start (ncu's default), else
     holding what the same launch left; ``writeback_at_end`` and ``dirty_at_start_bytes`` as
     in the module's notes. ``grid`` (groups along each launch axis, axis 0 fastest) lets a
     sampled launch find the groups that share data; ``load_sectors_total`` and

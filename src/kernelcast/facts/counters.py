@@ -59,7 +59,7 @@ PRINCIPAL = (
     "launch__block_size",
 )
 
-# an L2 miss reads DRAM in 64-byte blocks (kernelcast.facts.caches.MEASURED_H100)
+# an L2 miss reads DRAM in 64-byte blocks (kernelcast.facts.caches.MEASURED)
 DRAM_FETCH_BYTES = 64
 
 # lane addresses of one group the cache model takes at most: a longer group is seen
@@ -171,9 +171,10 @@ def predict_counters(knl, params: dict, hardware="h100", *, data_statistics=None
     if compiler:
         from kernelcast.facts.caches import MEASURED_ON
 
-        if hw.name != MEASURED_ON:
+        if hw.name not in MEASURED_ON:
             warnings.warn(f"{hw.name}: the cache model's L1, L2 and DRAM behaviour was "
-                          f"measured on the {MEASURED_ON} and is assumed the same here",
+                          f"measured on the {' and the '.join(MEASURED_ON)} and is "
+                          "assumed the same here",
                           HardwareGuessWarning, stacklevel=2)
     key = (knl, tuple(sorted(params.items())), repr(hw),
            tuple(sorted((data_statistics or {}).items())), compiler)
@@ -202,7 +203,7 @@ def forget() -> None:
 
 
 def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
-    from kernelcast.facts.caches import CODE_FETCH_H100, cache_traffic
+    from kernelcast.facts.caches import CODE_FETCH, cache_traffic
     from kernelcast.facts.lanes import LaunchTrace
     from kernelcast.facts.warps import group_sectors, warp_traffic
 
@@ -258,7 +259,7 @@ def _predicted(knl, params, hw, data_statistics, compiler) -> LaunchFacts:
         counters.update(caches.counters())
         _cap_cold_reads(counters, trace, hw)
         # the SMs fetch the kernel's code and constants through L2 too
-        base, per_byte = CODE_FETCH_H100
+        base, per_byte = CODE_FETCH
         counters["lts__t_sectors_op_read.sum"] += base + per_byte * facts.code_bytes
         if not caches.sampled and warps.exact:
             exact |= set(caches.counters()) - {"lts__t_sectors_op_read.sum"}
@@ -273,11 +274,11 @@ def _cap_cold_reads(counters: dict, trace, hw) -> None:
     kernelcast.facts.caches) reads each DRAM block at most once from a cold cache: DRAM
     reads are at most the bytes of the arrays it loads, in DRAM fetch blocks. The sampled
     cache model cannot see that for indices without neighbourly reuse (gathers)."""
-    from kernelcast.facts.caches import L2_HIT_FADE_H100
+    from kernelcast.facts.caches import L2_HIT_FADE
 
     arrays = {s.array for s in trace.sites if s.space == "global"}
     loaded = {s.array for s in trace.sites if s.space == "global" and s.direction == "load"}
-    if sum(trace.array_bytes[a] for a in arrays) > L2_HIT_FADE_H100[0] * hw.l2_cache_bytes:
+    if sum(trace.array_bytes[a] for a in arrays) > L2_HIT_FADE[0] * hw.l2_cache_bytes:
         return
     most = sum(-(-trace.array_bytes[a] // DRAM_FETCH_BYTES) * DRAM_FETCH_BYTES
                for a in loaded)

@@ -10,7 +10,7 @@ the model on the facts (kernelcast.models.extended.FactsModel):
 
 - *totals*, the work of the whole launch: ``dram_bytes_read`` and ``dram_bytes_written``
   as a launch timed back to back sees them (the counters are a cold launch's, as ncu
-  measures; where the arrays a launch touches stay in L2, ``L2_HIT_FADE_H100`` of it, a
+  measures; where the arrays a launch touches stay in L2, ``L2_HIT_FADE`` of it, a
   repeated launch reads and writes almost nothing of DRAM, and the share in between is
   linear), ``l2_sectors_read`` and ``l2_sectors_written``, ``l1_sectors`` (global loads and
   stores), ``shared_wavefronts``, and the instructions of each pipe (``inst_fp32``,
@@ -134,11 +134,11 @@ def _sms(hardware) -> int:
 
 def warm_dram_share(footprint_bytes: float, l2_bytes: float) -> float:
     """The share of a cold launch's DRAM traffic that a launch repeated back to back still
-    moves: none while its arrays stay in L2 (below the first of L2_HIT_FADE_H100 of L2),
+    moves: none while its arrays stay in L2 (below the first of L2_HIT_FADE of L2),
     all beyond the second, linear in between."""
-    from kernelcast.facts.caches import L2_HIT_FADE_H100
+    from kernelcast.facts.caches import L2_HIT_FADE
 
-    low, high = L2_HIT_FADE_H100
+    low, high = L2_HIT_FADE
     return min(1.0, max(0.0, (footprint_bytes / l2_bytes - low) / (high - low)))
 
 
