@@ -103,7 +103,16 @@ def _init(gpu: str) -> None:
     _WORK["gpu"] = gpu
     from kernelcast.models.extended.facts import SummaryCache
 
-    _WORK["known"] = set(SummaryCache(_summaries_path(gpu)).entries)
+    _WORK["known"] = _complete(SummaryCache(_summaries_path(gpu)).entries)
+
+
+def _complete(entries: dict) -> set[str]:
+    """The keys of *entries* that need no computing again: failures, and summaries with
+    every count (MEMORY_UNITS came later)."""
+    from kernelcast.models.extended.facts import MEMORY_UNITS
+
+    return {k for k, v in entries.items()
+            if isinstance(v, str) or all(n in v for n in MEMORY_UNITS)}
 
 
 def _task_list(gpu: str, known) -> list[tuple]:
@@ -157,7 +166,7 @@ def summaries(args) -> int:
 
     warnings.simplefilter("ignore")
     cache = SummaryCache(_summaries_path(args.gpu))
-    tasks = _task_list(args.gpu, cache.entries)
+    tasks = _task_list(args.gpu, _complete(cache.entries))
     print(f"{len(tasks)} launches; {len(cache.entries)} known", flush=True)
     start, done = time.monotonic(), 0
     with ProcessPoolExecutor(args.jobs, initializer=_init, initargs=(args.gpu,)) as pool:
@@ -239,7 +248,8 @@ def _summary_of(model, knl, params) -> dict:
     import kernelcast.models.extended as extended
     from kernelcast.hardware import load_hardware
 
-    hw = load_hardware(model.hardware_)
+    hw = model.hardware_
+    hw = load_hardware(hw) if isinstance(hw, str) else hw
     return extended.SUMMARIES.summary(extended._kernel_name(knl), lambda: knl, params, hw)
 
 
@@ -315,7 +325,8 @@ def main() -> int:
                    help="processes (default: every core)")
     e = sub.add_parser("evaluate", help="fit and judge the models")
     e.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
-    e.add_argument("--models", nargs="+", default=["extended", "facts"],
+    e.add_argument("--models", nargs="+",
+                   default=["extended", "facts", "hong-kim", "hong-kim-facts"],
                    help="models to fit and judge")
     e.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="processes that extract the random twins' properties first")

@@ -8,8 +8,9 @@ on a GPU, and compare what each method projects with what they take.
       realized (kernelcast.models.grophecy.realize) and time them through the measurement
       campaign into a store (one per skeleton set, with the device, driver and date).
   report (anywhere, no GPU): for every measured layout, GROPHECY's projection (the layout
-      characterized, Hong–Kim on the hardware file) and the fitted profiles' predictions of
-      the realized kernel (data/profiles/<device>-cuda-<model>.json); writes
+      characterized, Hong–Kim on the hardware file), the fitted profiles' predictions of
+      the realized kernel (data/profiles/<device>-cuda-<model>.json) and Hong–Kim on the
+      realized kernel's hardware facts (hong-kim-facts, from the hardware file); writes
       data/<gpu>/grophecy.json: per skeleton and method, the geometric-mean deviation
       exp(mean |log(predicted / measured)|) − 1 and whether the layout the method ranks
       first (among the measured ones) is within 95% of the best measured time.
@@ -152,6 +153,7 @@ def _deviation(pairs) -> float:
 def report(args) -> int:
     from kernelcast.frontends.skeleton import load_skeleton
     from kernelcast.measure.store import Store
+    from kernelcast.models import get_model
     from kernelcast.models.grophecy.model import GrophecyModel
     from kernelcast.models.grophecy.realize import realize
     from kernelcast.profile import load_profile
@@ -170,7 +172,9 @@ def report(args) -> int:
     profiles = {}
     for model in args.models:
         path = ROOT / "data" / "profiles" / f"{device}-{args.backend}-{model}.json"
-        if path.exists():
+        if model == "hong-kim-facts":  # analytical: the hardware file is all it needs
+            profiles[model] = get_model(model, hardware=args.gpu).fit()
+        elif path.exists():
             profiles[model] = load_profile(path)
     grophecy = GrophecyModel(hardware=args.gpu).fit()
     skeletons = {n: load_skeleton(EXAMPLES / f"{n}.sk") for n in args.skeletons}
@@ -238,8 +242,10 @@ def main() -> int:
     p = sub.add_parser("report", help="projections against measurements (no GPU)")
     p.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the measurements")
     p.add_argument("--backend", default="cuda", help="the store's backend")
-    p.add_argument("--models", nargs="+", default=["paper", "extended", "hong-kim"],
-                   help="fitted profiles to compare")
+    p.add_argument("--models", nargs="+",
+                   default=["paper", "extended", "hong-kim", "facts", "hong-kim-facts"],
+                   help="fitted profiles to compare (hong-kim-facts: GROPHECY's layouts "
+                        "realized, projected by Hong–Kim on their hardware facts)")
     p.add_argument("--skeletons", nargs="+", default=list(SKELETONS), help="which")
     p.set_defaults(run=report)
     args = parser.parse_args()

@@ -94,6 +94,10 @@ def derive(gpu: str, data: Path) -> dict:
     adds = extract_properties(case_from_row(add).kernel()).evaluate(add["params"])["add_f32"]
     issue = sms * freq * add["min_s"] / (adds / device["warpSize"])
     measured = f"kernelcast microbenchmarks, data/{gpu}/opencl.sqlite"
+    from kernelcast.models.criteria.characterization import characterize
+
+    chase = characterize(json.loads((data / gpu / "criteria" / "microbenchmarks.json")
+                                    .read_text())).latency_cycles
     hw = {
         "name": device["name"], "warp_size": device["warpSize"], "active_sms": sms,
         "freq_hz": freq, "issue_cycles": round(issue, 3),
@@ -113,6 +117,7 @@ def derive(gpu: str, data: Path) -> dict:
         "dram_peak_bandwidth": device["memoryClockRate"] * 1e3 * 2
         * device["memoryBusWidth"] / 8,
         "issue_per_sm_cycle": ISSUE_PER_SM_CYCLE,
+        **{f"{level}_latency_cycles": round(chase[level], 1) for level in ("l1", "l2", "dram")},
         "sources": {
             "sector_bytes": SECTOR_SOURCE,
             "l1_cache_bytes_per_sm": L1_SOURCE,
@@ -128,6 +133,9 @@ def derive(gpu: str, data: Path) -> dict:
                                     f"n={strided['params']['n']}, one 32-byte transaction "
                                     "per load",
             "issue_cycles": f"{measured}: arithmetic add, {add['params']}",
+            **{f"{level}_latency_cycles": f"kernelcast criteria microbenchmarks, data/{gpu}/"
+               f"criteria/microbenchmarks.json: memory/load-latency/{level}, the median "
+               "run's median block per dependent load" for level in ("l1", "l2", "dram")},
             **{k: f"data/{gpu}/cuda-device.json (CUDA device properties)" for k in (
                 "warp_size", "active_sms", "freq_hz", "max_active_warps_per_sm",
                 "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm",

@@ -1,8 +1,8 @@
 """Every registered model through the same checks: keyword-only construction, refusal to
 predict when unfitted, explain summing to predict, a profile round trip, and two fits of the
 same data giving bit-identical results. The data are the H100 OpenCL measurements
-committed under data/ (small subsets, so the extended model's fit stays quick); the facts
-model's launches are read from data/h100/facts-summaries.json.xz, which
+committed under data/ (small subsets, so the extended model's fit stays quick); the
+models on the facts read their launches from data/h100/facts-summaries.json.xz, which
 tests/test_facts_model.py checks against what the facts predict now."""
 
 import json
@@ -20,7 +20,7 @@ from kernelcast.profile import load_profile, save_profile
 from kernelcast.suites import kernels
 
 H100 = "data/h100/opencl.sqlite"
-MODELS = ["paper", "extended", "facts", "hong-kim"]
+MODELS = ["paper", "extended", "facts", "hong-kim", "hong-kim-facts"]
 CLASSES = ["scale_add", "global_access", "arithmetic", "empty", "parallelism", "chain",
            "matmul_tiled"]
 CACHE = PropertyCache()
@@ -32,9 +32,11 @@ def known_facts(h100_known_facts):
 
 
 def workload(name, dataset, i):
-    """What *name* predicts for case *i*: the facts model the kernel, which it compiles;
-    the others its properties."""
-    return dataset.cases[i].kernel() if name == "facts" else dataset.properties(i)
+    """What *name* predicts for case *i*: the models on the facts the kernel, which they
+    compile; the others its properties."""
+    if getattr(model_class(name), "needs_kernel", False):
+        return dataset.cases[i].kernel()
+    return dataset.properties(i)
 
 
 @pytest.fixture(scope="module")

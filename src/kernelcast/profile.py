@@ -244,7 +244,8 @@ _FIT_FIELDS = {"suites": "strings", "cases": "count", "criterion": "string",
 _PARAMS = {"paper": {"nonnegative": "boolean"},
            "extended": {"items_per_unit": "sizes"},  # q: the model checks it
            "hong-kim": {"hardware": "string or null", "registers": "string or null",
-                        "registers_per_thread": "positive or null"}}
+                        "registers_per_thread": "positive or null"},
+           "hong-kim-facts": {"hardware": "string or null"}}
 
 
 def _check(where: str, value, kind: str) -> None:
@@ -290,7 +291,7 @@ def _check_state(name: str, state: dict) -> None:
                 for key in ("unit", "per"):
                     if key in entry and not isinstance(entry[key], str):
                         _check(f"state.weights.{weight}.{key}", entry[key], "string")
-    elif name == "hong-kim":
+    elif name in ("hong-kim", "hong-kim-facts"):
         from kernelcast.hardware import check_hardware
 
         hardware = state.get("hardware")

@@ -122,9 +122,10 @@ def _model_args(p, names, profile_help: str):
     """--profile, or --model with --hardware: what predicts (predict, tune)."""
     p.add_argument("--profile", help=profile_help)
     p.add_argument("--model", choices=names,
-                   help="hong-kim with --hardware needs no profile; otherwise the "
-                        "profile's model")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+                   help="hong-kim or hong-kim-facts with --hardware needs no profile; "
+                        "otherwise the profile's model")
+    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file; "
+                                      "hong-kim-facts: h100 or h200")
 
 
 def _registers_file(p):
@@ -202,8 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=model_help + ". Default: extended on a GPU, paper on a CPU")
     p.add_argument("--nonnegative", action="store_true",
                    help="paper model: fit non-negative weights")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file "
-                   "(default: the device's)")
+    p.add_argument("--hardware", help="hong-kim, hong-kim-facts: h100, h200, fx5600, c1060 "
+                   "or a JSON file (default: the device's)")
     _registers_file(p)
     _timing(p)
     _devices(p, "calibrate several devices at once, each in its own right (a store and a "
@@ -219,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True, help="where to write the profile (JSON)")
     p.add_argument("--nonnegative", action="store_true",
                    help="paper model: fit non-negative weights")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file")
+    p.add_argument("--hardware", help="hong-kim, hong-kim-facts: h100, h200, fx5600, c1060 "
+                   "or a JSON file")
     _registers_file(p)
     p.set_defaults(run=measuring.fit)
 
@@ -278,8 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "store; 'all' puts every model side by side but facts, which "
                         "compiles every case of the store (minutes) and is compared when "
                         "named")
-    p.add_argument("--hardware", help="hong-kim without --profile: h100, h200, fx5600, "
-                   "c1060 or a JSON file")
+    p.add_argument("--hardware", help="hong-kim or hong-kim-facts without --profile: h100, "
+                   "h200, fx5600, c1060 or a JSON file")
     _registers_file(p)
     p.add_argument("--db", help="measurement store (default: the profile's)")
     p.add_argument("--suite", help=f"the suite to evaluate: {suites} (default: the test "

@@ -136,8 +136,8 @@ def model_params(args) -> dict:
             raise UsageError("--nonnegative is for the paper model")
         params["nonnegative"] = True
     if getattr(args, "hardware", None):
-        if args.model != "hong-kim":
-            raise UsageError("--hardware is for --model hong-kim")
+        if args.model not in ("hong-kim", "hong-kim-facts"):
+            raise UsageError("--hardware is for --model hong-kim or hong-kim-facts")
         params["hardware"] = args.hardware
     if isinstance(getattr(args, "registers", None), str):
         if args.model != "hong-kim":

@@ -11,9 +11,13 @@ from kernelcast.errors import UsageError
 from kernelcast.cli.measuring import model_params
 
 
+#: the models made from ``--hardware`` alone, without a profile
+HARDWARE_MODELS = ("hong-kim", "hong-kim-facts")
+
+
 def _model(args):
     """The model of ``--profile``, or one made from ``--model`` (and ``--hardware``)."""
-    from kernelcast.models import HongKimModel
+    from kernelcast.models import HongKimModel, get_model
     from kernelcast.profile import load_profile
 
     per_thread = getattr(args, "registers_per_thread", None)
@@ -23,9 +27,9 @@ def _model(args):
         model = load_profile(args.profile)
         if args.command == "predict" and args.model not in (None, model.name):
             raise UsageError(f"the profile holds the {model.name} model, not {args.model}")
-        if getattr(args, "hardware", None) and model.name != "hong-kim":
-            raise UsageError("--hardware is for --model hong-kim; the fitted models take "
-                             "a --profile")
+        if getattr(args, "hardware", None) and model.name not in HARDWARE_MODELS:
+            raise UsageError("--hardware is for --model hong-kim or hong-kim-facts; the "
+                             "fitted models take a --profile")
         for flag, given in (("--hardware", getattr(args, "hardware", None)),
                             ("--registers", getattr(args, "registers", None))):
             if given:
@@ -42,6 +46,11 @@ def _model(args):
             raise UsageError("--model hong-kim needs --hardware (a GPU name such as h100, "
                              "or a JSON file) or a --profile")
         return HongKimModel(hardware=args.hardware, registers_per_thread=per_thread).fit()
+    if args.model == "hong-kim-facts":
+        if not args.hardware:
+            raise UsageError("--model hong-kim-facts needs --hardware (h100, h200 or a JSON "
+                             "file) or a --profile")
+        return get_model("hong-kim-facts", hardware=args.hardware).fit()
     raise UsageError(f"--model {args.model or 'paper'} needs --profile (fit one with "
                      "`kernelcast calibrate` or `kernelcast fit`)")
 

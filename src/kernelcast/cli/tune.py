@@ -193,7 +193,8 @@ def tune(args) -> int:
         raise UsageError("with --scheduler, --devices all: each of the cluster's workers "
                          "takes a device of its own")
     if not args.profile and not args.model:
-        raise UsageError("give --profile P.json or --model hong-kim --hardware NAME")
+        raise UsageError("give --profile P.json or --model hong-kim (or hong-kim-facts) "
+                         "--hardware NAME")
     model = _model(args)
     _check_model(model, args)
     space = load_space(args.space) if args.space else None

@@ -66,6 +66,11 @@ class Hardware:
     l1_cache_bytes_per_sm: int | None = None  # L1 data cache and shared memory together
     dram_peak_bandwidth: float | None = None  # bytes per second DRAM can move at most
     issue_per_sm_cycle: float | None = None  # warp instructions an SM issues per cycle
+    # cycles of one dependent 8-byte load that hits L1, hits L2, reaches DRAM (measured
+    # by pointer chasing, kernelcast.models.criteria.microbenchmarks)
+    l1_latency_cycles: float | None = None
+    l2_latency_cycles: float | None = None
+    dram_latency_cycles: float | None = None
     sources: dict | None = None  # parameter -> where its value comes from
     guessed: tuple[str, ...] = ()
 
@@ -76,12 +81,14 @@ def known_hardware() -> list[str]:
 
 _OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
              "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm",
-             "dram_peak_bandwidth", "issue_per_sm_cycle", "sources", "guessed")
+             "dram_peak_bandwidth", "issue_per_sm_cycle", "l1_latency_cycles",
+             "l2_latency_cycles", "dram_latency_cycles", "sources", "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
              "shared_mem_per_sm", "sector_bytes", "registers_per_sm", "max_threads_per_block",
              "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
-            "departure_del_uncoal", "dram_peak_bandwidth", "issue_per_sm_cycle")
+            "departure_del_uncoal", "dram_peak_bandwidth", "issue_per_sm_cycle",
+            "l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles")
 
 #: (least, most, unit) of each parameter: what any GPU could have, with room to spare.
 #: Within them the Hong–Kim equations give a finite, positive time for any launch.
@@ -102,6 +109,9 @@ BOUNDS = {
     "issue_per_sm_cycle": (0.01, 64, "warp instructions"),
     # a DRAM access takes at least a cycle; a million cycles is a millisecond at 1 GHz
     "mem_ld": (1, 1e6, "cycles"),
+    "l1_latency_cycles": (1, 1e6, "cycles"),
+    "l2_latency_cycles": (1, 1e6, "cycles"),
+    "dram_latency_cycles": (1, 1e6, "cycles"),
     # cycles between two memory transactions of an SM (an H100: 1.2 and 13.9); an SM
     # sends at most a few a cycle, so 0.01 leaves room for 100
     "departure_del_coal": (0.01, 1e6, "cycles"),

@@ -10,13 +10,15 @@ and ``criteria`` (the fine-grained model: optimization criteria of a profiled ap
 its workload is "profile", kernelcast.models.criteria.criteria.Application).
 ``facts`` (the extended model on the predicted hardware counters,
 kernelcast.models.extended.facts; it predicts from the Loopy kernel, which it compiles)
-and ``learned-facts`` (the learned model's trees on those counters,
-kernelcast.models.learned.facts). ``get_model(name, **kwargs)`` makes one;
+``learned-facts`` (the learned model's trees on those counters,
+kernelcast.models.learned.facts) and ``hong-kim-facts`` (the MWP/CWP model with its
+workload from those counters, kernelcast.models.hong_kim.facts). ``get_model(name, **kwargs)`` makes one;
 ``model_names()`` lists the kernel models fitted from suites, ``model_names("skeleton")``
 the skeleton ones, ``model_names("variant")`` the learned ones.
 
 Public names: Model, WeightedModel, model_names, get_model, model_class, register,
-FactsModel, GrophecyModel, LearnedModel, LearnedFactsModel, PopplHerzModel, CriteriaModel.
+FactsModel, GrophecyModel, HongKimFactsModel, LearnedModel, LearnedFactsModel,
+PopplHerzModel, CriteriaModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
@@ -25,11 +27,12 @@ from kernelcast.models.base import Model, WeightedModel, get_model, model_class,
 from kernelcast.models.paper import PaperModel
 from kernelcast.models.extended import ExtendedModel, FactsModel
 from kernelcast.models.hong_kim import HongKimModel
+from kernelcast.models.hong_kim.facts import HongKimFactsModel
 from kernelcast.models.grophecy.model import GrophecyModel
 from kernelcast.models.learned import LearnedModel
 from kernelcast.models.learned.facts import LearnedFactsModel
 from kernelcast.models.poppl_herz import PopplHerzModel
 from kernelcast.models.criteria.model import CriteriaModel
 
-__all__ = ["CriteriaModel", "ExtendedModel", "FactsModel", "GrophecyModel", "HongKimModel", "LearnedFactsModel", "LearnedModel", "Model", "PaperModel",
+__all__ = ["CriteriaModel", "ExtendedModel", "FactsModel", "GrophecyModel", "HongKimFactsModel", "HongKimModel", "LearnedFactsModel", "LearnedModel", "Model", "PaperModel",
            "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register"]

@@ -22,8 +22,8 @@ the model on the facts (kernelcast.models.extended.FactsModel):
 
 ``COUNTERS`` names, per feature, the Nsight Compute metrics it stands on.
 
-Public names: SUMMARY_UNITS, FACTS_UNITS, COUNTERS, PIPES, RESOURCES, launch_summary,
-facts_features, floor_seconds, peaks, resource_of, warm_dram_share, SummaryCache.
+Public names: SUMMARY_UNITS, MEMORY_UNITS, FACTS_UNITS, COUNTERS, PIPES, RESOURCES,
+launch_summary, facts_features, floor_seconds, peaks, resource_of, warm_dram_share, SummaryCache.
 """
 
 from __future__ import annotations
@@ -59,6 +59,21 @@ SUMMARY_UNITS = {
     "inst_other": "other warp instructions (integer, control, memory)",
     "inst_executed": "warp instructions executed",
     "waves": "waves of work-groups the SMs run one after another",
+}
+
+#: the counts the Hong–Kim model on the facts reads besides (kernelcast.models.hong_kim
+#: .facts); a summary made before they were added lacks them (SummaryCache.summary's
+#: *needs*)
+MEMORY_UNITS = {
+    "global_requests": "warp requests of global loads and stores (warp instructions)",
+    "uncoalesced_requests": "of those, requests of more sectors than their lanes' bytes "
+                            "need",
+    "uncoalesced_sectors": "32-byte sectors of the uncoalesced requests",
+    "load_sectors": "32-byte sectors of global loads at L1",
+    "l1_hit_sectors": "of those, sectors that hit L1",
+    "barriers": "warp-level barrier instructions executed (BAR)",
+    "registers": "registers per thread (ptxas)",
+    "shared_bytes": "static shared memory per work-group (ptxas)",
 }
 
 #: the Nsight Compute metrics each feature stands on
@@ -110,6 +125,9 @@ def launch_summary(knl, params: dict, hardware) -> dict[str, float]:
     for kind, count in facts.instruction_kinds.items():
         pipes[f"inst_{_PIPE_OF.get(kind.split('.')[0], 'other')}"] += count
     per_wave = facts.occupancy.groups_per_sm * _sms(hardware)
+    uncoalesced = [t for t in facts.sites if t.site.space == "global" and t.requests
+                   and t.site.repeats is None and t.sectors_per_request > _fewest_sectors(
+                       t, hardware)]
     return {
         "dram_bytes_read": float(c["dram__bytes_read.sum"]),
         "dram_bytes_written": float(c["dram__bytes_write.sum"]),
@@ -123,7 +141,28 @@ def launch_summary(knl, params: dict, hardware) -> dict[str, float]:
         **pipes,
         "inst_executed": float(c["smsp__inst_executed.sum"]),
         "waves": float(math.ceil(c["launch__grid_size"] / max(per_wave, 1))),
+        "global_requests": float(c["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+                                 + c["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]),
+        "uncoalesced_requests": float(sum(t.requests for t in uncoalesced)),
+        "uncoalesced_sectors": float(sum(t.sectors for t in uncoalesced)),
+        "load_sectors": float(c["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]),
+        "l1_hit_sectors": float(
+            c.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum", 0.0)),
+        "barriers": float(sum(v for k, v in facts.instruction_kinds.items()
+                              if k.split(".")[0] == "BAR")),
+        "registers": float(facts.compiler.registers),
+        "shared_bytes": float(facts.compiler.shared_bytes),
     }
+
+
+def _fewest_sectors(traffic, hardware) -> int:
+    """The sectors a request of the site needs at least: its active lanes' bytes, one
+    more where they straddle a sector boundary."""
+    from kernelcast.facts.counters import hardware_named
+
+    sector = hardware_named(hardware).sector_bytes
+    lanes = traffic.accesses / traffic.requests
+    return math.ceil(lanes * traffic.access_bytes / sector) + 1
 
 
 def _sms(hardware) -> int:
@@ -224,10 +263,13 @@ class SummaryCache:
     def key(kernel_name: str, params: dict, hardware_name: str) -> str:
         return json.dumps([kernel_name, sorted(params.items()), hardware_name])
 
-    def summary(self, kernel_name: str, make_kernel, params: dict, hardware) -> dict:
-        """The summary of the launch, computed (from ``make_kernel()``) if not known."""
+    def summary(self, kernel_name: str, make_kernel, params: dict, hardware,
+                needs=()) -> dict:
+        """The summary of the launch, computed (from ``make_kernel()``) if not known or
+        if it lacks a key of *needs*."""
         key = self.key(kernel_name, params, hardware.name)
-        if key not in self.entries:
+        known = self.entries.get(key)
+        if known is None or isinstance(known, dict) and not all(n in known for n in needs):
             self.entries[key] = launch_summary(make_kernel(), params, hardware)
         return self.entries[key]
 

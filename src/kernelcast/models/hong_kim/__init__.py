@@ -8,6 +8,9 @@ thread that the device's compiler reported for suite kernels, if given. Parts of
 ``explain`` are the memory, computation and synchronization terms of the regime that
 applied.
 
+The same equations on the hardware facts (warp requests and sectors, SASS instructions,
+registers, latency by cache level) are ``hong-kim-facts``, kernelcast.models.hong_kim.facts.
+
 Public names: HongKimModel, Hardware, Workload, Estimate, estimate, load_hardware,
 known_hardware, hardware_for_device, workload.
 """
