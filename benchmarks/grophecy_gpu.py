@@ -190,8 +190,12 @@ def report(args) -> int:
         realized = realize(skeleton, layout)
         for model, profile in profiles.items():
             try:
-                # sizes are fixed in a realized kernel: it takes no size parameters
-                row["predicted_s"][model] = profile.seconds(realized.kernel(), {})
+                # sizes are fixed in a realized kernel: it takes no size parameters; the
+                # models that compile it need the scalars a run passes (one, zero)
+                params = ({k: v for k, v in realized.params.items()
+                           if k in realized.kernel().default_entrypoint.arg_dict}
+                          if getattr(profile, "needs_kernel", False) else {})
+                row["predicted_s"][model] = profile.seconds(realized.kernel(), params)
             except Exception as err:  # noqa: BLE001 - recorded, the report goes on
                 row.setdefault("errors", {})[model] = f"{type(err).__name__}: {err}"
         cases.append(row)

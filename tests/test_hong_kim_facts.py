@@ -140,3 +140,17 @@ def test_the_cli_predicts_with_hardware_alone_and_refuses_without(compiler, caps
                  "hong-kim-facts"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs --hardware" in err[0]
+
+
+def test_a_scalar_argument_that_no_count_depends_on_is_passed_to_the_code_only(compiler):
+    """y[i] = x[i] + k: the compiled launch needs k, the properties count in n alone."""
+    knl = lp.make_kernel("{[i]: 0<=i<n}", "y[i] = x[i] + k",
+                         [lp.GlobalArg("x, y", np.float32, shape=("n",)),
+                          lp.ValueArg("k", np.int32), "..."],
+                         assumptions="n mod 256 = 0 and n >= 256", name="shift",
+                         lang_version=(2018, 2))
+    knl = lp.split_iname(knl, "i", 256, outer_tag="g.0", inner_tag="l.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = get_model("hong-kim-facts", hardware="h100").fit(None)
+        assert model.predict(knl, {"n": 1 << 16, "k": 3}) > 0

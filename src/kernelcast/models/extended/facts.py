@@ -23,7 +23,8 @@ the model on the facts (kernelcast.models.extended.FactsModel):
 ``COUNTERS`` names, per feature, the Nsight Compute metrics it stands on.
 
 Public names: SUMMARY_UNITS, MEMORY_UNITS, FACTS_UNITS, COUNTERS, PIPES, RESOURCES,
-launch_summary, facts_features, floor_seconds, peaks, resource_of, warm_dram_share, SummaryCache.
+launch_summary, facts_features, floor_seconds, peaks, sizes_of, resource_of,
+warm_dram_share, SummaryCache.
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ def facts_features(summary: dict, props, params: dict, hardware) -> dict[str, fl
     L2 size and the peaks of the floor."""
     from kernelcast.models.extended.features import features as extended
 
-    ext = extended(props, params)
+    ext = extended(props, sizes_of(props, params))
     footprint = ext.get("bytes_read", 0.0) + ext.get("bytes_written", 0.0)
     share = warm_dram_share(footprint, hardware.l2_cache_bytes)
     out = {name: summary[name] for name in _TOTALS if summary[name]}
@@ -202,6 +203,13 @@ def facts_features(summary: dict, props, params: dict, hardware) -> dict[str, fl
     out["waves"] = summary["waves"]
     out["floor_seconds"] = floor_seconds(summary, share, hardware)
     return out
+
+
+def sizes_of(props, params: dict) -> dict:
+    """The entries of a launch's *params* that *props* counts in: a run's scalar
+    arguments that change no count (a realized layout's ``one`` and ``zero``) are the
+    compiled code's business, not the properties'."""
+    return {k: v for k, v in params.items() if k in props.params}
 
 
 def peaks(hardware) -> dict[str, float]:

@@ -109,17 +109,18 @@ class HongKimFactsModel(HongKimModel):
 
     def _launch(self, name: str, make_kernel, props, params: dict) -> tuple:
         from kernelcast.models import extended
-        from kernelcast.models.extended.facts import warm_dram_share
+        from kernelcast.models.extended.facts import sizes_of, warm_dram_share
         from kernelcast.models.extended.features import features
 
         hw = self.hardware_
         summary = extended.SUMMARIES.summary(name, make_kernel, params, hw, needs=NEEDS)
         if isinstance(summary, str):
             raise KernelcastError(f"no hardware facts for {name}: {summary}")
-        ext = features(props, params)
+        sizes = sizes_of(props, params)
+        ext = features(props, sizes)
         share = warm_dram_share(ext.get("bytes_read", 0.0) + ext.get("bytes_written", 0.0),
                                 hw.l2_cache_bytes)
-        items = props.extent(params)["work_items"]
+        items = props.extent(sizes)["work_items"]
         blocks = max(round(ext.get("workgroup", 1.0)), 1)
         return workload_from_summary(summary, max(round(items / blocks), 1), blocks, share,
                                      hw)
