@@ -47,7 +47,7 @@ STORES = tuple((gpu, backend) for gpu in GPUS for backend in BACKENDS)
 GPU_LABEL = {"h100": "H100", "h200": "H200"}
 BACKEND_LABEL = {"opencl": "OpenCL", "cuda": "CUDA"}
 MODEL_LABEL = {"paper": "paper", "extended": "extended", "facts": "facts",
-               "hong-kim": "Hong–Kim"}
+               "hong-kim": "Hong–Kim", "hong-kim-facts": "Hong–Kim on the facts"}
 
 # Stevens & Klöckner, "A Unified, Hardware-Fitted, Cross-GPU Performance Model" (shared
 # seed 000), §5 "Results", Table 1 ("Predicted vs. actual execution times (ms) for test
