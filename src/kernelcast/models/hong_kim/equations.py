@@ -96,17 +96,20 @@ def active_blocks_per_sm(hw: Hardware, wl: Workload) -> tuple[float, int]:
     there are for each SM; plus the register limit GROPHECY leaves to future work."""
     warps_per_block = math.ceil(wl.threads_per_block / hw.warp_size)
     active_sms = min(hw.active_sms, wl.blocks)
-    limits = [hw.max_active_warps_per_sm // warps_per_block, hw.max_active_blocks_per_sm,
-              wl.blocks / active_sms]  # Eq. (8): Blocks / Active_SMs, a mean
+    limits = {"warps": hw.max_active_warps_per_sm // warps_per_block,
+              "block slots": hw.max_active_blocks_per_sm,
+              "blocks": wl.blocks / active_sms}  # Eq. (8): Blocks / Active_SMs, a mean
     if wl.shared_mem_per_block:
-        limits.append(hw.shared_mem_per_sm // wl.shared_mem_per_block)
+        limits["shared memory"] = hw.shared_mem_per_sm // wl.shared_mem_per_block
     if wl.registers_per_thread and hw.registers_per_sm:
-        limits.append(hw.registers_per_sm // (wl.registers_per_thread * warps_per_block *
-                                              hw.warp_size))
-    blocks = min(limits)
+        limits["registers"] = hw.registers_per_sm // (wl.registers_per_thread *
+                                                      warps_per_block * hw.warp_size)
+    blocks = min(limits.values())
     if blocks < 1:
+        short = " and ".join(name for name, limit in limits.items() if limit < 1)
         raise KernelcastError(f"a block of {wl.threads_per_block} threads does not fit "
-                              f"on an SM of {hw.name} ({wl})")
+                              f"on an SM of {hw.name}: it needs more {short} than an SM "
+                              "has")
     return blocks, active_sms
 
 
