@@ -108,7 +108,7 @@ def _init(gpu: str) -> None:
 
 def _complete(entries: dict) -> set[str]:
     """The keys of *entries* that need no computing again: failures, and summaries with
-    every count (MEMORY_UNITS came later)."""
+    every count of MEMORY_UNITS too."""
     from kernelcast.models.extended.facts import MEMORY_UNITS
 
     return {k for k, v in entries.items()

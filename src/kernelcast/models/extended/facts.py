@@ -63,8 +63,8 @@ SUMMARY_UNITS = {
 }
 
 #: the counts the Hong–Kim model on the facts reads besides (kernelcast.models.hong_kim
-#: .facts); a summary made before they were added lacks them (SummaryCache.summary's
-#: *needs*)
+#: .facts); a cached summary without them is computed again where they are needed
+#: (SummaryCache.summary's *needs*)
 MEMORY_UNITS = {
     "global_requests": "warp requests of global loads and stores (warp instructions)",
     "uncoalesced_requests": "of those, requests of more sectors than their lanes' bytes "
