@@ -178,7 +178,7 @@ def paper(tmp_path_factory):
 
 
 def test_the_registry():
-    assert model_names() == ("paper", "extended", "facts", "hong-kim")
+    assert model_names() == ("paper", "extended", "facts", "hong-kim", "hong-kim-facts")
     assert isinstance(get_model("paper", nonnegative=True), PaperModel)
     assert get_model("paper", nonnegative=True).get_params() == {"nonnegative": True}
     assert isinstance(get_model("extended"), ExtendedModel)
