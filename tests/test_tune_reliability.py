@@ -229,7 +229,7 @@ def test_a_device_busy_at_the_start_without_wait_is_refused_at_once(files, capsy
                               "(killed by SIGKILL"]),
     ({"profile": CRITERIA}, ["holds the criteria model (workload: profile), which does not "
                              "predict Loopy kernels", "with paper, extended, facts, hong-kim, "
-                             "learned or learned-facts"]),
+                             "hong-kim-facts, learned or learned-facts"]),
 ], ids=["unroll", "split", "tile", "divides", "in5", "tuple", "nested", "none", "big", "n0",
         "n1e3", "exits", "crashes", "criteria"])
 def test_usage_errors_come_before_the_devices_lock(files, capsys, held, change, parts):
