@@ -84,24 +84,30 @@ class HongKimModel(Model):
     def _estimate(self, props, params, registers) -> Estimate:
         return estimate(self.hardware_, workload(props, params, self.hardware_, registers))
 
-    def explain(self, workload_, params: dict) -> dict[str, float]:
+    def _estimate_of(self, workload_, params: dict, registers: int | None = None
+                     ) -> Estimate:
+        """The estimate of *workload_* (a Loopy kernel or its properties) at *params*."""
         self.check_fitted()
-        est = self._estimate(as_properties(workload_), params, self.registers_per_thread)
+        return self._estimate(as_properties(workload_), params,
+                              registers or self.registers_per_thread)
+
+    def explain(self, workload_, params: dict) -> dict[str, float]:
+        est = self._estimate_of(workload_, params)
         parts = {k: v / self.hardware_.freq_hz for k, v in est.parts.items() if v}
         return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
 
     def details(self, workload_, params: dict, registers: int | None = None) -> dict:
         """Regime, bottleneck verdict, MWP, CWP and N of the estimate."""
-        self.check_fitted()
-        est = self._estimate(as_properties(workload_), params,
-                             registers or self.registers_per_thread)
+        return self._details(self._estimate_of(workload_, params, registers))
+
+    @staticmethod
+    def _details(est: Estimate) -> dict:
         return {"regime": est.regime, "verdict": est.verdict, "mwp": est.mwp,
                 "cwp": est.cwp, "n": est.n}
 
     def estimate(self, workload_, params: dict) -> Estimate:
         """The full estimate, with every quantity of the equations."""
-        self.check_fitted()
-        return self._estimate(as_properties(workload_), params, self.registers_per_thread)
+        return self._estimate_of(workload_, params)
 
     def case_registers(self, case) -> int | None:
         return self.registers_.get(case.kernel_name, self.registers_per_thread)

@@ -125,7 +125,7 @@ class HongKimFactsModel(HongKimModel):
         return workload_from_summary(summary, max(round(items / blocks), 1), blocks, share,
                                      hw)
 
-    def _kernel_estimate(self, knl, params: dict):
+    def _estimate_of(self, knl, params: dict, registers: int | None = None):
         from kernelcast.models.extended import _kernel_name
         from kernelcast.properties import Properties, cached_properties
 
@@ -137,18 +137,9 @@ class HongKimFactsModel(HongKimModel):
                               params)
         return estimate(hw, wl)
 
-    def explain(self, workload_, params: dict) -> dict[str, float]:
-        est = self._kernel_estimate(workload_, params)
-        parts = {k: v / self.hardware_.freq_hz for k, v in est.parts.items() if v}
-        return dict(sorted(parts.items(), key=lambda kv: -abs(kv[1])))
-
-    def details(self, workload_, params: dict, registers: int | None = None) -> dict:
-        est = self._kernel_estimate(workload_, params)
-        return {"regime": est.regime, "verdict": est.verdict, "mwp": est.mwp,
-                "cwp": est.cwp, "n": est.n, "mem_l": est.mem_l}
-
-    def estimate(self, workload_, params: dict):
-        return self._kernel_estimate(workload_, params)
+    @staticmethod
+    def _details(est) -> dict:
+        return {**HongKimModel._details(est), "mem_l": est.mem_l}
 
     def predict_dataset(self, dataset):
         import numpy as np
