@@ -55,14 +55,18 @@ def variants(families: int, count: int, processes: int = 16) -> list[tuple]:
 
 def stored_variants(source: str, gpu: str) -> list[tuple]:
     """The timed variants of data/GPU/SOURCE-cuda.sqlite (the tuning corpus, "tuning-corpus",
-    or the judged families, "tuning"), as ``variants`` gives them."""
+    or the judged families, "tuning"), as ``variants`` gives them; none where the GPU has
+    no such store."""
     from kernelcast.measure.store import Store
     from kernelcast.tune.corpus import corpus_family
     from kernelcast.tune.families import family
     from kernelcast.tune.space import variant_key
 
     find = corpus_family if source == "tuning-corpus" else family
-    with Store(ROOT / "data" / gpu / f"{source}-cuda.sqlite") as store:
+    path = ROOT / "data" / gpu / f"{source}-cuda.sqlite"
+    if not path.is_file():
+        return []  # not measured on this GPU
+    with Store(path) as store:
         names = {r["case_name"] for r in store.rows() if r["status"] in ("ok", "unstable")}
     out = []
     for fam_name in sorted({n.split("/")[0] for n in names}):

@@ -1,7 +1,7 @@
 """Fit and judge the learned model on the hardware facts (kernelcast.models.learned.facts)
 on a GPU's measured corpus: the random loop families' variants
 (data/GPU/corpus-loops-cuda.sqlite.xz, benchmarks/corpus_gpu.py) and the training corpus
-(data/GPU/tuning-corpus-cuda.sqlite), with the committed summaries
+(data/GPU/tuning-corpus-cuda.sqlite, where the GPU has it), with the committed summaries
 (data/GPU/learned-summaries.json.xz). Writes data/GPU/learned-facts.json, which
 scripts/results.py shows, and the profile fitted to the whole corpus
 (data/profiles/<device>-cuda-learned-facts.json).
@@ -11,7 +11,8 @@ scripts/results.py shows, and the profile fitted to the whole corpus
   fitted to the others: relative errors, and per family with at least 4 variants the
   regret of the top-1 pick and of the best of the top 3, and Spearman's ρ;
 - *judged families*: the model fitted to the whole corpus ranks every measured variant of
-  the judged tuning families (data/GPU/tuning-cuda.sqlite), which no fit ever sees.
+  the judged tuning families (data/GPU/tuning-cuda.sqlite, where the GPU has it), which
+  no fit ever sees.
 
 Run:  .venv/bin/python benchmarks/learned_facts.py [--gpu h100] [--folds 10]
 """
@@ -81,19 +82,25 @@ def load(gpu: str):
     with Store(_unpacked(folder / "corpus-loops-cuda.sqlite")) as store:
         loops = load_random_dataset(store)
     loops.store = str(folder / "corpus-loops-cuda.sqlite.xz")  # the committed file
-    with Store(folder / "tuning-corpus-cuda.sqlite") as store:
-        corpus = load_variant_dataset(store, list(CORPUS.values()))
-    with Store(folder / "tuning-cuda.sqlite") as store:
-        judged = load_variant_dataset(store, list(FAMILIES.values()), suite="tuning")
+    corpus = judged = None  # a GPU may lack the tuning stores
+    if (folder / "tuning-corpus-cuda.sqlite").is_file():
+        with Store(folder / "tuning-corpus-cuda.sqlite") as store:
+            corpus = load_variant_dataset(store, list(CORPUS.values()))
+    if (folder / "tuning-cuda.sqlite").is_file():
+        with Store(folder / "tuning-cuda.sqlite") as store:
+            judged = load_variant_dataset(store, list(FAMILIES.values()), suite="tuning")
 
     def known(d):
+        if d is None:
+            return None, None
         keys = [SummaryCache.key(c.kernel_name, d.params(i), hw.name)
                 for i, c in enumerate(d.cases)]
         mask = np.array([isinstance(lf.SUMMARIES.entries.get(k), dict) for k in keys])
         return d.subset(mask), int((~mask).sum())
 
     (loops, a), (corpus, b), (judged, c) = known(loops), known(corpus), known(judged)
-    return concat([loops, corpus]), judged, {"random": a, "corpus": b, "judged": c}
+    training = concat([loops, corpus]) if corpus is not None else loops
+    return training, judged, {"random": a, "corpus": b, "judged": c}
 
 
 def _per_family(data, predicted) -> dict:
@@ -169,6 +176,18 @@ def layout_order(model) -> dict:
     return {"wide": len(wide), "narrow": len(narrow), "ordered_share": float(pairs.mean())}
 
 
+def _judged(model, judged) -> dict:
+    """The judged families ranked by *model*, fitted to the whole corpus."""
+    from kernelcast.metrics import geometric_mean, relative_errors
+
+    predicted = model.predict_dataset(judged)
+    scores = _per_family(judged, predicted)
+    return {"variants": len(judged), "families": scores, "summary": _summary(scores),
+            "misses": misses(model, judged, predicted, scores),
+            "stencil2d_layouts": layout_order(model),
+            "geomean_rel_error": geometric_mean(relative_errors(predicted, judged.seconds))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
@@ -187,7 +206,7 @@ def main() -> int:
         print(f"learned_facts.py: error: {err}", file=sys.stderr)
         return 1
     print(f"{len(data)} training variants of {data.info.kernel_class.nunique()} families, "
-          f"{len(judged)} judged ({unknown} without a summary), "
+          f"{0 if judged is None else len(judged)} judged ({unknown} without a summary), "
           f"{time.perf_counter() - started:.0f} s", flush=True)
     families = sorted(set(data.info.kernel_class))
     fold_of = {f: k % args.folds for k, f in enumerate(
@@ -203,8 +222,6 @@ def main() -> int:
     random_rows = np.array([c.startswith("loops-") for c in data.info.kernel_class])
     held_out = _per_family(data, predicted)
     model = get_model("learned-facts").fit(data)
-    on_judged = model.predict_dataset(judged)
-    judged_scores = _per_family(judged, on_judged)
     device = data.identity["device"].lower().replace(" ", "-")
     profile = ROOT / "data" / "profiles" / f"{device}-cuda-learned-facts.json"
     save_profile(model, profile)
@@ -219,18 +236,14 @@ def main() -> int:
             "folds": args.folds,
             "geomean_rel_error": geometric_mean(errors),
             "random_geomean_rel_error": geometric_mean(errors[random_rows]),
-            "corpus_geomean_rel_error": geometric_mean(errors[~random_rows]),
+            "corpus_geomean_rel_error": (geometric_mean(errors[~random_rows])
+                                         if (~random_rows).any() else None),
             "within_30_percent": float((errors <= 0.3).mean()),
             "random_ranking": _summary({f: s for f, s in held_out.items()
                                         if f.startswith("loops-")}),
             "corpus_families": {f: s for f, s in held_out.items()
                                 if not f.startswith("loops-")}},
-        "judged": {"variants": len(judged), "families": judged_scores,
-                   "summary": _summary(judged_scores),
-                   "misses": misses(model, judged, on_judged, judged_scores),
-                   "stencil2d_layouts": layout_order(model),
-                   "geomean_rel_error": geometric_mean(relative_errors(on_judged,
-                                                                       judged.seconds))},
+        "judged": None if judged is None else _judged(model, judged),
         "fit_report": model.fit_report_,
         "profile": str(profile.relative_to(ROOT)),
         "seconds": round(time.perf_counter() - started, 1),

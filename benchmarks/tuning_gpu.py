@@ -13,12 +13,13 @@ training corpus instead (kernelcast.tune.corpus), timed into OUT/tuning-corpus-B
 the rows the learned model is fitted from (benchmarks/tuning_learned.py).
 
 Run:  python benchmarks/tuning_gpu.py measure --out DIR [--corpus] [--families matmul ...]
-          [--repeat 20]
+          [--repeat 20] [--workers 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -29,9 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 
-def _jobs(fam, device):
+def _variant(family_name: str, corpus: bool, items: tuple):
+    """The kernel of one variant (module level, so worker processes can build it)."""
+    from kernelcast.tune.corpus import corpus_family
+    from kernelcast.tune.families import family
+    from kernelcast.tune.space import apply
+
+    fam = (corpus_family if corpus else family)(family_name)
+    return apply(fam.build(), dict(items), fam.space)
+
+
+def _jobs(fam, device, corpus: bool):
     from kernelcast.measure.campaign import Job
-    from kernelcast.tune.space import apply, invalid, variant_key
+    from kernelcast.tune.space import invalid, variant_key
 
     jobs, skipped = [], 0
     for variant in fam.space.variants():
@@ -39,7 +50,8 @@ def _jobs(fam, device):
             skipped += 1
             continue
         name = f"{fam.name}/{variant_key(variant)}"
-        jobs.append(Job(name, name, lambda v=variant: apply(fam.build(), v, fam.space),
+        jobs.append(Job(name, name, functools.partial(_variant, fam.name, corpus,
+                                                      tuple(variant.items())),
                         dict(fam.params)))
     return jobs, skipped
 
@@ -63,8 +75,9 @@ def measure(args) -> int:
         with Store(out / f"{stem}-{args.backend}.sqlite", backend.identity) as store:
             for name in args.families:
                 fam = family(name)
-                jobs, skipped = _jobs(fam, backend.device)
-                result = run_campaign(jobs, backend, store, verify=False, progress=None)
+                jobs, skipped = _jobs(fam, backend.device, args.corpus)
+                result = run_campaign(jobs, backend, store, verify=False, progress=None,
+                                      workers=args.workers)
                 summary[name] = {"variants": len(jobs), "skipped": skipped,
                                  "statuses": result.statuses}
                 print(f"{name}: {len(jobs)} variants ({skipped} too big for the device), "
@@ -73,7 +86,7 @@ def measure(args) -> int:
             with Store(out / f"{stem}-repeat-{args.backend}.sqlite",
                        backend.identity) as store:
                 for name in args.families:
-                    jobs, _ = _jobs(family(name), backend.device)
+                    jobs, _ = _jobs(family(name), backend.device, args.corpus)
                     step = max(1, len(jobs) // args.repeat)
                     run_campaign(jobs[::step][:args.repeat], backend, store, verify=False,
                                  progress=None)
@@ -100,6 +113,8 @@ def main() -> int:
                    help="the training corpus's families (kernelcast.tune.corpus), not the "
                         "judged ones")
     p.add_argument("--families", nargs="+", help="which families (default: all)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="processes generating and compiling kernels ahead of the timing")
     p.add_argument("--repeat", type=int, default=0,
                    help="variants per family to time again, for the noise")
     p.set_defaults(run=measure)
