@@ -6,8 +6,11 @@ on one device, then every model judged on the random kernels.
       OpenCL; with --cpu the CPU-sized suites (and the measurement-cpu suite, which the
       fitted models need, into DIR/opencl.sqlite). Writes DIR/device.json (device, driver,
       preferred work-group multiple, date).
-  evaluate (anywhere, no device): fits the Pöppl–Herz model (both variants) from
-      DIR/poppl-herz.sqlite and the paper and extended models from DIR/opencl.sqlite,
+  evaluate (anywhere, no device): fits the Pöppl–Herz model (both variants, and the one
+      on the hardware facts, which reads the random kernels' facts from
+      DIR/facts-summaries.json.xz and its level ratios from
+      DIR/criteria/microbenchmarks.json) from DIR/poppl-herz.sqlite and the paper and
+      extended models from DIR/opencl.sqlite,
       resolves Hong–Kim's and GROPHECY's hardware (GROPHECY projects each kernel's
       code skeleton at its launch, RandomKernel.grophecy_workload), predicts every timed
       random kernel and writes
@@ -26,18 +29,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from dataclasses import replace
 import json
 import sys
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 SETS = ("realistic", "unrestricted")
-MODELS = ("poppl-herz", "poppl-herz-simple", "paper", "extended", "hong-kim", "grophecy")
+MODELS = ("poppl-herz", "poppl-herz-simple", "poppl-herz-facts", "paper", "extended",
+          "hong-kim", "grophecy")
 
 
 def _suite_names(cpu: bool) -> tuple[str, list[str], str]:
@@ -225,8 +229,17 @@ def _fitted(name, directory: Path, cpu: bool):
     from kernelcast.models import get_model, model_class
 
     micro, _, measurement = _suite_names(cpu)
-    if name.startswith("poppl-herz"):
+    if name == "poppl-herz-facts":
+        import kernelcast.models.extended as extended
+        from kernelcast.models.extended.facts import SummaryCache
+
+        extended.SUMMARIES = SummaryCache(directory / "facts-summaries.json.xz")
+        extended.SUMMARIES.path = None  # read, never written
+        levels = directory / "criteria" / "microbenchmarks.json"
+        model = get_model(name, throughputs=str(levels) if levels.exists() else None)
+    elif name.startswith("poppl-herz"):
         model = get_model("poppl-herz", classes=name == "poppl-herz")
+    if name.startswith("poppl-herz"):
         with Store(_store(directory, "poppl-herz")) as store:
             return model.fit(load_dataset(store, micro))
     model = get_model(name)

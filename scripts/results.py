@@ -1475,7 +1475,8 @@ def section_ranking_speed() -> list[str]:
 POPPL_HERZ_SLIDES = {"GT 650M": (0.63, 0.50), "Quadro K4000": (0.71, 0.43)}
 POPPL_HERZ_DIRS = (("h100", "H100"), ("h200", "H200"), ("pocl", "PoCL (CPU)"))
 POPPL_HERZ_MODELS = {"poppl-herz": "Pöppl–Herz (classes)",
-                     "poppl-herz-simple": "Pöppl–Herz (simple)", "paper": "paper",
+                     "poppl-herz-simple": "Pöppl–Herz (simple)",
+                     "poppl-herz-facts": "Pöppl–Herz (facts)", "paper": "paper",
                      "extended": "extended", "hong-kim": "Hong–Kim",
                      "grophecy": "GROPHECY (launch)"}
 

@@ -1,10 +1,15 @@
 """Pöppl & Herz's static performance model of OpenCL source (shared/seeds 002): the
-microbenchmarks it is fitted from (benchmarks), its curves (curves) and the model
-(model).
+microbenchmarks it is fitted from (benchmarks), its curves (curves), the model (model)
+and its variant with global accesses priced by the hardware facts' cache traffic (facts).
 
-Public names: PopplHerzModel, OpenCLWorkload, workload_of.
+Public names: PopplHerzModel, PopplHerzFactsModel, OpenCLWorkload, workload_of.
 """
 
-from kernelcast.models.poppl_herz.model import OpenCLWorkload, PopplHerzModel, workload_of
+from kernelcast.models.poppl_herz.facts import PopplHerzFactsModel
+from kernelcast.models.poppl_herz.model import (
+    OpenCLWorkload,
+    PopplHerzModel,
+    workload_of,
+)
 
-__all__ = ["OpenCLWorkload", "PopplHerzModel", "workload_of"]
+__all__ = ["OpenCLWorkload", "PopplHerzFactsModel", "PopplHerzModel", "workload_of"]
