@@ -2,7 +2,7 @@
 judged on every population the project measured on a GPU, next to the extended model on
 the paper's properties; writes data/<gpu>/facts-eval.json, which scripts/results.py shows.
 
-  python benchmarks/facts_model.py summaries [--gpu h100] [--jobs N]
+  python benchmarks/facts_model.py summaries [--gpu h100] [--jobs N] [--again]
       predicts the hardware facts of every launch judged below (a fraction of a second
       each: the compile and the cache model) in N processes, into
       data/<gpu>/facts-summaries.json.xz, so that evaluating takes seconds, not minutes.
@@ -96,14 +96,14 @@ def _tuning(gpu: str) -> dict:
 _WORK: dict = {}
 
 
-def _init(gpu: str) -> None:
+def _init(gpu: str, again: bool = False) -> None:
     warnings.simplefilter("ignore")
     _WORK["data"] = _datasets(gpu)
     _WORK["tuning"] = _tuning(gpu)
     _WORK["gpu"] = gpu
     from kernelcast.models.extended.facts import SummaryCache
 
-    _WORK["known"] = _complete(SummaryCache(_summaries_path(gpu)).entries)
+    _WORK["known"] = set() if again else _complete(SummaryCache(_summaries_path(gpu)).entries)
 
 
 def _complete(entries: dict) -> set[str]:
@@ -166,10 +166,11 @@ def summaries(args) -> int:
 
     warnings.simplefilter("ignore")
     cache = SummaryCache(_summaries_path(args.gpu))
-    tasks = _task_list(args.gpu, _complete(cache.entries))
+    tasks = _task_list(args.gpu, set() if args.again else _complete(cache.entries))
     print(f"{len(tasks)} launches; {len(cache.entries)} known", flush=True)
     start, done = time.monotonic(), 0
-    with ProcessPoolExecutor(args.jobs, initializer=_init, initargs=(args.gpu,)) as pool:
+    with ProcessPoolExecutor(args.jobs, initializer=_init,
+                             initargs=(args.gpu, args.again)) as pool:
         for key, value in pool.map(_one, tasks, chunksize=8):
             if value is not None:
                 cache.entries[key] = value
@@ -323,6 +324,8 @@ def main() -> int:
     s.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
     s.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="processes (default: every core)")
+    s.add_argument("--again", action="store_true",
+                   help="predict every launch again, known or not (after the facts change)")
     e = sub.add_parser("evaluate", help="fit and judge the models")
     e.add_argument("--gpu", default="h100", help="data/<gpu>/ holds the stores")
     e.add_argument("--models", nargs="+",

@@ -150,6 +150,43 @@ def test_a_loop_runs_its_iterations_whatever_the_unrolling(cache, m):
     assert counts.by_kind["STG.32"] == 16
 
 
+def test_a_counter_stepping_by_four_over_one_iteration_is_no_unrolling(cache):
+    """A tuned matmul (4x4 items, k unrolled by 4, both tiles prefetched): nvcc's loop
+    over k_o counts 4·k_o, but each pass holds one source iteration (64 FFMA). Its
+    executed shared loads and instructions against Nsight Compute's count of the same
+    launch on the H100 (data/h100/counters-misses), which an unrolling of 4 undercounts
+    fourfold."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from counters_gpu import kernel_of
+
+    from kernelcast.measure.codegen import generate
+
+    data = json.loads(lzma.decompress(
+        (ROOT / "data/h100/counters-misses/counters.json.xz").read_bytes()))
+    entry = next(e for e in data["launches"] if e["label"] == (
+        "family:matmul/j.group=16,j.per_item=4,i.group=8,i.per_item=4,unroll.k=4,"
+        "tile.k=16,prefetch.a=true,prefetch.b=true"))
+    knl, params = kernel_of(entry)
+    facts = compile_facts(generate(knl, "cuda"), cache_dir=cache)
+    _needs_nvrtc(facts)
+    predicted = facts.counters(params)
+    measured = entry["counters"]
+    key = "smsp__sass_inst_executed_op_shared_ld.sum"
+    assert predicted[key] == pytest.approx(measured[key], rel=0.02)
+    key = "smsp__inst_executed.sum"
+    assert predicted[key] == pytest.approx(measured[key], rel=0.2)
+
+
+@pytest.mark.parametrize("statement, operations", [
+    ("acc[0] = acc[0] + a_fetch[16 * tIdx(y) + 4 * k_o] * b_fetch[64 * k_o + tIdx(x)];", 1),
+    ("v[n * i + j] = 0.2f * (u[a] + u[b - 1] + u[c] + u[d] + u[e]);", 4),
+    ("out[256 * bIdx(x) + tIdx(x)] = acc;", 0),
+    ("y[i] = x[i] / (x[i] - z[i]);", 1),
+])
+def test_float_operations_of_a_statement_leave_out_its_subscripts(statement, operations):
+    assert compiler._float_operations(statement) == operations
+
+
 def test_variants_whose_code_differs_have_different_facts(cache):
     one = compile_facts(COPY, cache_dir=cache)
     other = compile_facts(GeneratedKernel(COPY.name, "cuda", COPY.code.replace(

@@ -22,10 +22,12 @@ Executed counts (``CompilerFacts.dynamic_counts``) tie the SASS to the source:
 3. nvcc unrolls a loop of runtime trip count T into versions: loops that run u source
    iterations per pass (the main loop, u = 4 or ptxas's 16; a remainder loop, u = 1) and
    straight-line copies that run at most once (ptxas's 8 and 4 after a 16-loop). A loop's
-   u is the step of the counter its backward branch compares; a straight-line block's u
-   is its float arithmetic (else memory words) over one iteration's. The passes follow by
-   taking the versions greedily, largest u first: a loop runs floor(rest / u) passes, a
-   straight-line copy once if rest >= u.
+   u is the step of the counter its backward branch compares, unless a pass of a loop
+   over straight-line code holds one source iteration's float operations rather than u
+   iterations' (nvcc counts 4·k for a loop over k that indexes by 4k); a straight-line
+   block's u is its float arithmetic (else memory words) over one iteration's. The
+   passes follow by taking the versions greedily, largest u first: a loop runs
+   floor(rest / u) passes, a straight-line copy once if rest >= u.
 4. A block inside the SASS loop of source loop L runs passes(T) times per entry of L; a
    block whose lines lie in L's body but outside its SASS loops (a preheader, an
    unrolled copy, a fully unrolled L) runs once per entry of L (times its copy's passes).
@@ -55,6 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -842,7 +845,9 @@ class CompilerFacts:
             for b in body:
                 if b not in holder or len(body) < len(_loop_body(loops, holder[b])):
                     holder[b] = key
-        unroll = {key: _counter_step(blocks, key[1], body)
+        lines = self.source.splitlines()
+        unroll = {key: _checked_step(_counter_step(blocks, key[1], body), node_of[key],
+                                     blocks, loops, body, at, lines)
                   for key, (_, _, body) in zip(node_of, loops)}
         per_copy = _per_copy(blocks, loops, node_of, unroll, at)
         regions = {}
@@ -958,6 +963,42 @@ def _counter_step(blocks, latch, body) -> int:
                     if 1 <= step <= 64:
                         return step
     return 1
+
+
+def _checked_step(step: int, node: Node | None, blocks, loops, body, at, lines) -> int:
+    """*step*, or 1 where the counter steps by *step* but a pass holds one source
+    iteration's float work, not *step* iterations' (nvcc counts ``4 * k`` for a loop over
+    k that indexes by 4k). Judged for a loop over straight-line code only."""
+    if step == 1 or node is None or any(n.kind == "for" for n in _walk(node)
+                                         if n is not node):
+        return step
+    source = sum(_float_operations(lines[n.line - 1]) for n in _walk(node)
+                 if n.kind == "stmt")
+    if not source:
+        return step
+    index = {b.index: b for b in blocks}
+    inner = set().union(*[bd for _, _, bd in loops if bd < body])
+    sass = sum(_weight(i) for b in body - inner for i in index[b].instructions
+               if _inside(at.get(i.line), node))
+    if not sass:  # integer work (an index chain): nothing to judge by
+        return step
+    return 1 if abs(math.log(sass / source)) < abs(math.log(sass / (step * source))) \
+        else step
+
+
+def _float_operations(statement: str) -> int:
+    """Floating-point operations of one source statement: its right-hand side's
+    arithmetic outside subscripts, a multiply feeding an add taken as one fused
+    instruction."""
+    rhs = re.split(r"(?<![=<>!])=(?!=)", statement, maxsplit=1)[-1]
+    while "[" in rhs:
+        stripped = re.sub(r"\[[^\[\]]*\]", "", rhs)
+        if stripped == rhs:
+            break
+        rhs = stripped
+    adds = len(re.findall(r"(?<=[\w)\s])\s*[-+]\s*(?=[\w(.])", rhs))
+    muls = len(re.findall(r"[*/]", rhs))
+    return max(adds, muls)
 
 
 def _weight(insn: Instruction) -> float:
