@@ -1613,7 +1613,12 @@ def section_poppl_herz() -> list[str]:
     out += ["Random kernels of the slides' two sets (`kernelcast.suites.random_kernels`, "
             "docs/random-kernels.md), each timed as OpenCL C source; no random kernel is in "
             "any fitting set. Pöppl–Herz is fitted from its own microbenchmarks "
-            "(`kernelcast.models.poppl_herz.benchmarks`) and predicts from the source; the "
+            "(`kernelcast.models.poppl_herz.benchmarks`) and predicts from the source; "
+            "*Pöppl–Herz (facts)* (`kernelcast.models.poppl_herz.facts`) is the same fit "
+            "with its global accesses priced by the bytes L1, L2 and DRAM serve (the Loopy "
+            "twin's predicted facts; DRAM at the fitted coalesced access's cost per byte, "
+            "L2 and L1 at the measured ratio of the levels' load throughputs), which "
+            "neither the slides nor the paper model; the "
             "paper and extended models from the measurement suite of the same device and "
             "backend, predicting the kernels' Loopy twins; Hong–Kim from the device's "
             "measured hardware description; GROPHECY projects a code skeleton of each "
@@ -2149,17 +2154,21 @@ def section_learned_facts() -> list[str]:
                 "(`kernelcast.tune.random_families`: loops, reuse, reductions, random points "
                 f"of `kernelcast tune`'s default space; `{rel(store)}`, {file_commit(store)}) "
                 f"and {train['corpus_variants']} of the training corpus; "
-                f"{train['without_summary']['random'] + train['without_summary']['corpus']} timed "
+                f"{(train['without_summary']['random'] or 0) + (train['without_summary']['corpus'] or 0)} timed "
                 "variants have no summary "
                 "(the facts failed or timed out) and are left out. The GPU machine timed "
-                f"{meta['measure']['rate_per_s']:.1f} variants a second while 5 of its 16 "
+                f"{meta['measure']['rate_per_s']:.1f} variants a second while "
+                f"{meta['measure'].get('workers', 5)} of its 16 "
                 f"cores generated and compiled them, and predicted "
-                f"{meta['summaries']['rate_per_s']:.1f} summaries a second on all 16 "
+                f"{meta['summaries']['rate_per_s']:.1f} summaries a second on "
+                f"{meta['summaries'].get('processes', 16)} of them "
                 f"(`{rel(summaries)}`).", "",
                 f"*Families held out* ({held['folds']} groups of whole families, each "
                 "predicted by a model fitted to the others): geometric-mean error "
                 f"{held['geomean_rel_error']:.1%} ({held['random_geomean_rel_error']:.1%} on "
-                f"random variants, {held['corpus_geomean_rel_error']:.1%} on the corpus's), "
+                "random variants"
+                + (f", {held['corpus_geomean_rel_error']:.1%} on the corpus's"
+                   if held["corpus_geomean_rel_error"] is not None else "") + "), "
                 f"{held['within_30_percent']:.0%} within 30%. Within each random family "
                 f"({held['random_ranking']['families']} with at least 4 variants): mean ρ "
                 f"{held['random_ranking']['mean_spearman']:.2f}, median top-1 regret "
@@ -2169,8 +2178,13 @@ def section_learned_facts() -> list[str]:
                 ""]
         rows = [[n, f"{e['top1']:.1%}", f"{e['top3']:.1%}", f"{e['spearman']:.2f}"]
                 for n, e in held["corpus_families"].items()]
-        out += [table(["corpus family (held out)", "top-1", "top-3", "ρ"], rows,
-                      ["l", "r", "r", "r"]), ""]
+        if rows:
+            out += [table(["corpus family (held out)", "top-1", "top-3", "ρ"], rows,
+                          ["l", "r", "r", "r"]), ""]
+        if judged is None:
+            out += [f"*Judged families*: not measured on the {gpu.upper()} "
+                    f"(no data/{gpu}/tuning-cuda.sqlite), nor its training corpus.", ""]
+            continue
         regret = DATA / gpu / "tuning-regret.json"
         before = (json.loads(regret.read_text())["families"] if regret.exists() else {})
         rows = []

@@ -5,7 +5,8 @@ totals), ``hong-kim`` (the analytical MWP/CWP model), ``grophecy`` (GROPHECY's
 projection of code skeletons, whose workload is a skeleton, not a kernel) and ``learned``
 (trees fitted to measured variants of a training corpus, for ranking a kernel's variants;
 its workload is "variant": it predicts kernels, but is fitted from no suite) and
-``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl")
+``poppl-herz`` (Pöppl & Herz's static model of OpenCL source; its workload is "opencl";
+``poppl-herz-facts`` prices its global accesses by their predicted cache-level traffic)
 and ``criteria`` (the fine-grained model: optimization criteria of a profiled application;
 its workload is "profile", kernelcast.models.criteria.criteria.Application).
 ``facts`` (the extended model on the predicted hardware counters,
