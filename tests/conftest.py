@@ -1,6 +1,6 @@
 """Shared fixtures: a real OpenCL backend on PoCL, the CPU device CI has; a CUDA backend
-where cupy and a GPU are present; and empty measurement stores of schema version 1, as
-committed under data/.
+where cupy and a GPU are present; NVIDIA's compiler from PyPI (no GPU needed); and empty
+measurement stores of schema version 1, as committed under data/.
 
 Where PoCL (or pyopencl) is missing, the tests that need it are skipped, saying why and how
 to install it; where it is present, OpenCL code is compiled and run for real.
@@ -95,6 +95,21 @@ def schema1_store():
         target.close()
         return path
     return make
+
+
+@pytest.fixture(scope="session")
+def compiler():
+    """NVIDIA's compiler and disassembler from PyPI, which the hardware facts need: a
+    skip where they are missing, a failure on CI (which installs them)."""
+    from kernelcast.errors import KernelcastError
+    from kernelcast.facts.compiler import find_tools
+
+    try:
+        find_tools()
+    except KernelcastError:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs NVIDIA's compiler (the test extra); it is missing")
+        pytest.skip("NVIDIA's compiler from PyPI is not installed (pip install -e '.[test]')")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ hand-counted on small kernels, and against Nsight Compute's counters of real H10
 
 import json
 import lzma
-import os
 import sys
 from pathlib import Path
 
@@ -18,25 +17,6 @@ from kernelcast.facts.counters import PRINCIPAL, forget
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-
-def _compiler_present() -> bool:
-    from kernelcast.errors import KernelcastError
-    from kernelcast.facts.compiler import find_tools
-
-    try:
-        find_tools()
-    except KernelcastError:
-        return False
-    return True
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    if not _compiler_present():
-        if os.environ.get("CI"):
-            pytest.fail("CI installs NVIDIA's compiler (the test extra); it is missing")
-        pytest.skip("NVIDIA's compiler from PyPI is not installed (pip install -e '.[test]')")
 
 
 def gather(n=4096, table=128):

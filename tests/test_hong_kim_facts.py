@@ -2,7 +2,6 @@
 workload from hand-worked launch summaries, and from real kernels compiled with NVIDIA's
 compiler from PyPI."""
 
-import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -71,18 +70,6 @@ def test_a_summary_from_before_the_memory_counts_is_refused():
     del s["barriers"], s["l1_hit_sectors"]
     with pytest.raises(KernelcastError, match="l1_hit_sectors, barriers"):
         workload_from_summary(s, 32, 1, 1.0, HW)
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    from kernelcast.facts.compiler import find_tools
-
-    try:
-        find_tools()
-    except KernelcastError:
-        if os.environ.get("CI"):
-            pytest.fail("CI installs NVIDIA's compiler (the test extra); it is missing")
-        pytest.skip("NVIDIA's compiler from PyPI is not installed (pip install -e '.[test]')")
 
 
 def strided(stride: int, n: int = 1 << 16):

@@ -6,7 +6,6 @@ profile and its one-line refusals."""
 
 import json
 import lzma
-import os
 import warnings
 from pathlib import Path
 
@@ -41,18 +40,6 @@ def micro(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fitted(micro):
     return get_model("poppl-herz-facts", throughputs=str(THROUGHPUTS)).fit(micro)
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    from kernelcast.facts.compiler import find_tools
-
-    try:
-        find_tools()
-    except KernelcastError:
-        if os.environ.get("CI"):
-            pytest.fail("CI installs NVIDIA's compiler (the test extra); it is missing")
-        pytest.skip("NVIDIA's compiler from PyPI is not installed (pip install -e '.[test]')")
 
 
 # {{{ the fit
