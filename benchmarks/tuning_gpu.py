@@ -28,19 +28,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def _variant(family_name: str, corpus: bool, items: tuple):
-    """The kernel of one variant (module level, so worker processes can build it)."""
-    from kernelcast.tune.corpus import corpus_family
-    from kernelcast.tune.families import family
-    from kernelcast.tune.space import apply
+def _jobs(fam, device):
+    from corpus_gpu import variant_of
 
-    fam = (corpus_family if corpus else family)(family_name)
-    return apply(fam.build(), dict(items), fam.space)
-
-
-def _jobs(fam, device, corpus: bool):
     from kernelcast.measure.campaign import Job
     from kernelcast.tune.space import invalid, variant_key
 
@@ -50,7 +43,7 @@ def _jobs(fam, device, corpus: bool):
             skipped += 1
             continue
         name = f"{fam.name}/{variant_key(variant)}"
-        jobs.append(Job(name, name, functools.partial(_variant, fam.name, corpus,
+        jobs.append(Job(name, name, functools.partial(variant_of, fam.name,
                                                       tuple(variant.items())),
                         dict(fam.params)))
     return jobs, skipped
@@ -75,7 +68,7 @@ def measure(args) -> int:
         with Store(out / f"{stem}-{args.backend}.sqlite", backend.identity) as store:
             for name in args.families:
                 fam = family(name)
-                jobs, skipped = _jobs(fam, backend.device, args.corpus)
+                jobs, skipped = _jobs(fam, backend.device)
                 result = run_campaign(jobs, backend, store, verify=False, progress=None,
                                       workers=args.workers)
                 summary[name] = {"variants": len(jobs), "skipped": skipped,
@@ -86,7 +79,7 @@ def measure(args) -> int:
             with Store(out / f"{stem}-repeat-{args.backend}.sqlite",
                        backend.identity) as store:
                 for name in args.families:
-                    jobs, _ = _jobs(family(name), backend.device, args.corpus)
+                    jobs, _ = _jobs(family(name), backend.device)
                     step = max(1, len(jobs) // args.repeat)
                     run_campaign(jobs[::step][:args.repeat], backend, store, verify=False,
                                  progress=None)
