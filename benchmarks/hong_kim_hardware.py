@@ -110,6 +110,7 @@ def derive(gpu: str, data: Path) -> dict:
         "registers_per_sm": device["regsPerMultiprocessor"],
         "max_threads_per_block": device["maxThreadsPerBlock"],
         "shared_mem_per_block": device["sharedMemPerBlockOptin"],
+        "static_shared_mem_per_block": device["sharedMemPerBlock"],
         "sector_bytes": SECTOR_BYTES,
         "l2_cache_bytes": device["l2CacheSize"],
         "l1_cache_bytes_per_sm": L1_BYTES,
@@ -140,7 +141,7 @@ def derive(gpu: str, data: Path) -> dict:
                 "warp_size", "active_sms", "freq_hz", "max_active_warps_per_sm",
                 "max_active_blocks_per_sm", "shared_mem_per_sm", "registers_per_sm",
                 "compute_capability", "max_threads_per_block", "shared_mem_per_block",
-                "l2_cache_bytes")}},
+                "static_shared_mem_per_block", "l2_cache_bytes")}},
     }
     return hw
 

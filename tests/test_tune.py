@@ -61,10 +61,13 @@ def test_a_space_file_lists_its_variants(tmp_path):
 
 def test_the_default_space_tunes_the_parallel_loops_and_unrolls_the_reduction():
     space = default_space(build(), PARAMS, max_group_size=64)
-    # j (40) fastest, then i (24); groups are powers of two up to the loop or the device
+    # j (40) fastest, then i (24); work-groups of whole warps (32) up to the device's 64
     assert [a.iname for a in space.axes] == ["j", "i"]
-    assert space.axes[0].group == (1, 2, 4, 8, 16, 32) and space.axes[1].group[-1] == 16
-    assert space.unroll == (("k", (1, 2, 4)),)
+    assert space.axes[0].group == (32,) and space.axes[1].group == (1, 2)
+    assert space.unroll == (("k", (1, 4)),)
+    # without a warp (a CPU): every power of two up to the loop or the device
+    cpu = default_space(build(), PARAMS, max_group_size=64, warp_size=1, max_variants=None)
+    assert cpu.axes[0].group == (1, 2, 4, 8, 16, 32) and cpu.axes[1].group[-1] == 16
 
 
 def test_every_variant_computes_the_product(pocl):

@@ -60,7 +60,8 @@ def test_tune_ranks_measures_the_top_k_and_prints_pasteable_code(files, capsys):
     assert main(_args(files, "--json")) == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(read_measurements(files / "tune.sqlite")) == 2
-    assert doc["space"] == {"variants": 8, "valid": 8, "skipped": 0, "skipped_reasons": {}}
+    assert doc["space"] == {"variants": 8, "valid": 8, "skipped": 0, "skipped_reasons": {},
+                            "thinned": []}
     assert [r["rank"] for r in doc["top"]] == [1, 2] and doc["winner"]["key"] == key
     assert doc["winner"]["measured_s"] == min(r["measured_s"] for r in doc["top"])
 
@@ -68,7 +69,11 @@ def test_tune_ranks_measures_the_top_k_and_prints_pasteable_code(files, capsys):
 @pytest.mark.parametrize(("change", "message"), [
     ({"space": "missing.toml"}, "no such space file"),
     ({"space": "bad.toml"}, "not a TOML space file"),
-    ({"top": "0"}, "--measure-top 0: expected a positive integer"),
+    ({"top": "-1"}, "--measure-top -1: expected a positive integer"),
+    ({"extra": ("--budget", "0")}, "--budget 0: expected a number of measurements"),
+    ({"extra": ("--budget", "3")}, "--measure-top measures the K best predicted and "
+                                   "--budget searches"),
+    ({"extra": ("--rank-only",)}, "--rank-only measures nothing: not with --measure-top"),
     ({"kernel": "k.py:nothere"}, "no callable named 'nothere'"),
     ({"extra": ("--param", "q=3")}, "has no size parameter q"),
 ])
@@ -96,3 +101,93 @@ def test_tune_ranks_with_the_learned_models_profile(files, capsys):
     assert predicted == sorted(predicted)
     assert all(r["status"] in ("ok", "unstable") for r in doc["top"])
     assert doc["winner"]["code"].startswith("import loopy as lp")
+
+
+WIDE = "[axes.j]\ngroup = [8, 1024, 2048]\n[axes.i]\ngroup = [1]\n"
+
+
+def test_rank_only_ranks_for_the_models_device_with_none_present(files, capsys):
+    # PoCL allows 4,096 work-items a group; the H100 the model ranks for allows 1,024, so
+    # the group of 2,048 is skipped for that reason, and nothing is measured or stored
+    (files / "wide.toml").write_text(WIDE)
+    argv = ["tune", str(files / "k.py:build"), "--param", "n=24", "m=4096", "--space",
+            str(files / "wide.toml"), "--model", "hong-kim", "--hardware", "h100",
+            "--rank-only", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "rank-only" and doc["device"] is None and not doc["measuring"]
+    assert doc["ranked_for"] == "NVIDIA H100 80GB HBM3"
+    assert doc["limits"]["max_group_size"] == 1024
+    assert doc["space"]["skipped_reasons"] == {"a work-group of more than 1024 work-items": 1}
+    assert [r["key"] for r in doc["top"]] and all(r["measured_s"] is None for r in doc["top"])
+    assert doc["winner"]["code"].startswith("import loopy as lp")
+    assert not list(files.glob("*.sqlite"))
+    # --measure-top 0 is the same
+    assert main([*argv[:-2], "--measure-top", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["top"] == doc["top"]
+
+
+def test_measuring_on_another_device_than_the_models_is_refused_unless_named(files, capsys):
+    argv = _args(files)
+    at = argv.index("--device")
+    del argv[at:at + 2]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ranks for NVIDIA H100 80GB HBM3, but the device here" \
+        in err and "--rank-only" in err
+    assert not (files / "tune.sqlite").exists()
+    # named on purpose: measured, and the table says the columns are of two devices
+    assert main(_args(files, "--json")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["devices_differ"] and doc["ranked_for"] != doc["device"]
+    assert main(_args(files)) == 0
+    out = capsys.readouterr().out
+    assert "measured on" in out and "different devices" in out
+
+
+def _guided(files, budget):
+    argv = _args(files, "--budget", str(budget), "--batch", "2", "--json")
+    at = argv.index("--measure-top")
+    del argv[at:at + 2]
+    return argv
+
+
+def test_guided_search_measures_its_budget_and_resumes_after_a_kill(files, capsys):
+    import subprocess
+    import sys
+    import time
+
+    from kernelcast.measure.store import Store
+
+    # killed once its first batch is stored ...
+    script = ("import sys\nfrom kernelcast.cli import main\n"
+              f"sys.exit(main({_guided(files, 6)!r}))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    db = files / "tune.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists() and len(read_measurements(db)) >= 2:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    first = set(read_measurements(db).case_name)
+    assert 2 <= len(first) < 6  # killed mid-search
+    # ... and resumed: it measures what is left of the budget (unless nothing left is
+    # predicted to be faster), nothing twice
+    assert main(_guided(files, 6)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = list(read_measurements(db).case_name)
+    assert len(names) == len(set(names)) <= 6 and first <= set(names)
+    assert doc["stopped"] in ("budget", "nothing predicted faster")
+    assert (len(names) == 6) == (doc["stopped"] == "budget")
+    assert doc["mode"] == "guided" and len(doc["top"]) == len(names)
+    assert {f"mm/{r['key']}" for r in doc["top"]} == set(names)
+    timed = [r["measured_s"] for r in doc["top"] if r["measured_s"]]
+    assert doc["winner"]["measured_s"] == min(timed)
+    with Store(db) as store:  # a rerun with the same budget measures nothing
+        before = len(store.rows())
+    assert main(_guided(files, 6)) == 0
+    capsys.readouterr()
+    assert len(read_measurements(db)) == before

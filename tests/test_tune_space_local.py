@@ -173,8 +173,9 @@ def test_a_variant_that_cannot_be_made_or_run_says_why():
     # a fetch by one row of work-items: Loopy will not leave local axis 1 unused
     flat = {**padded, "i.group": 1, "prefetch.a": True}
     assert invalid(flat, transpose.space, max_group_size=1024,
-                   knl=apply(transpose.build(), flat, transpose.space)).startswith(
-        "Loopy cannot generate it: instruction 'a_fetch_rule' does not use all local hw")
+                   knl=apply(transpose.build(), flat, transpose.space)) == (
+        "prefetch.a with i.group=1, i.per_item=1: the tile is one element along i, so "
+        "Loopy cannot spread its fetch over every local axis of the work-group")
     # a 2-D stencil's loops start at 1, so its first tile is clipped and Loopy sizes the
     # tile by the whole array: refused, as the family's space leaves it out
     stencil = FAMILIES["stencil2d"]

@@ -54,6 +54,7 @@ def profile_document(model, store: str | None = None) -> dict:
         "device": prov["device"], "driver": prov["driver"], "backend": prov["backend"],
         "compute_units": prov.get("compute_units"),
         **({"instance": prov["instance"]} if prov.get("instance") else {}),
+        **({"limits": prov["limits"]} if prov.get("limits") else {}),
         "suite": prov.get("suite", ""),
         "store": prov.get("store", "") if store is None else store,
         "kernelcast_version": __version__,
@@ -208,6 +209,18 @@ def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+def _limits(value) -> bool:
+    """The device limits a profile records (kernelcast.tune.limits)."""
+    def positive(v, optional=True):
+        return (optional and v is None) or (_is_int(v) and v >= 1)
+
+    return (isinstance(value, dict)
+            and set(value) <= {"max_group_size", "local_mem_bytes", "warp_size", "source"}
+            and positive(value.get("max_group_size"), optional=False)
+            and positive(value.get("local_mem_bytes")) and positive(value.get("warp_size"))
+            and isinstance(value.get("source", ""), str))
+
+
 _CHECKS = {  # name: (test, what it should be)
     "string": (lambda v: isinstance(v, str), "a string"),
     "object": (lambda v: isinstance(v, dict), "an object"),
@@ -218,6 +231,8 @@ _CHECKS = {  # name: (test, what it should be)
                     "a non-negative number"),
     "boolean": (lambda v: isinstance(v, bool), "true or false"),
     "strings": (_strings, "a list of strings"),
+    "limits": (_limits, "an object of max_group_size (a positive integer), local_mem_bytes "
+               "and warp_size (positive integers or null) and source (a string)"),
     "string or null": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "sizes": (lambda v: isinstance(v, list) and bool(v)
               and all(_is_int(i) and i >= 1 for i in v),
@@ -233,7 +248,8 @@ _FIELDS = {"model": ("string", True), "device": ("string", True),
            "driver": ("string", True), "backend": ("string", True),
            "state": ("object", True), "params": ("object", False),
            "compute_units": ("units", False), "instance": ("string", False),
-           "suite": ("string", False), "store": ("string", False), "kernelcast_version": ("string", False),
+           "limits": ("limits", False), "suite": ("string", False),
+           "store": ("string", False), "kernelcast_version": ("string", False),
            "created_at": ("string", False), "fit": ("object", False)}
 _FIT_FIELDS = {"suites": "strings", "cases": "count", "criterion": "string",
                "negative_weights": "strings", "solver": "solver",
@@ -353,6 +369,7 @@ def _model(doc: dict, path: Path):
     fit = dict(doc.get("fit", {}))
     model.provenance_ = {key: doc[key] for key in _HEADER} | {
         "compute_units": doc.get("compute_units"), "instance": doc.get("instance", ""),
+        **({"limits": doc["limits"]} if doc.get("limits") else {}),
         "suite": doc.get("suite", ""), "store": store, "suites": fit.pop("suites", []), "cases": fit.pop("cases", 0),
         "created_at": doc.get("created_at", ""),
         "kernelcast_version": doc.get("kernelcast_version", "")}

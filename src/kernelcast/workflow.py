@@ -26,6 +26,7 @@ from kernelcast.fitting.dataset import PropertyCache, load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import get_model, model_class, model_names
 from kernelcast.profile import check_profile_path, save_profile
+from kernelcast.tune import limits
 
 
 def _slug(text: str) -> str:
@@ -115,6 +116,7 @@ def calibrate(device=None, backend: str = "opencl", db=None,
                 measure_suite(get_suite(name), runner, store, progress=progress, **options)
     fitted = fit_store(db, model, suite, cache, progress=stream, **(params or {}))
     fitted.progress = None
+    fitted.provenance_["limits"] = limits.of_device(runner.device).as_dict()
     save_profile(fitted, profile_path)
     return fitted, profile_path
 

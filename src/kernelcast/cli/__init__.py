@@ -327,8 +327,19 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p, names, "a fitted profile (any model) that ranks the variants")
     p.add_argument("--space", metavar="FILE", help="a TOML search space: [axes.NAME] group, "
                    "per_item; [unroll] (docs/cli.md; default: derived from the kernel)")
-    p.add_argument("--measure-top", default="5", metavar="K",
-                   help="measure the K best-predicted variants (default 5)")
+    p.add_argument("--budget", metavar="N|TIME",
+                   help="search guided by the model, correcting it with each batch "
+                        "measured: at most N measurements, or measuring for at most TIME "
+                        "(90s, 5min, 1h); the variants the store holds count (default 20; "
+                        "docs/tuning.md)")
+    p.add_argument("--batch", metavar="B", help="variants the guided search measures "
+                   "between two corrections (default 1)")
+    p.add_argument("--measure-top", metavar="K",
+                   help="instead of the guided search, measure the K best-predicted "
+                        "variants (0: measure none, as --rank-only)")
+    p.add_argument("--rank-only", action="store_true",
+                   help="rank for the model's device and measure nothing: no device "
+                        "needed")
     p.add_argument("--max-variants", default=str(tune.MAX_VARIANTS), metavar="N",
                    help="refuse a space of more than N variants, saying how long ranking "
                         f"it would take (default {tune.MAX_VARIANTS}: a few minutes of "

@@ -15,19 +15,22 @@ import sys
 import time
 
 from kernelcast.cli.args import integer, sizes, statistics
-from kernelcast.cli.spread import cluster_args, cluster_context, device_count, spread_devices
+from kernelcast.cli.spread import (
+    cluster_args,
+    cluster_context,
+    device_count,
+    spread_devices,
+)
 from kernelcast.errors import KernelcastError, UsageError
 
 #: Seconds to rank one variant from a cold cache in one process: 107.8 ms a variant,
 #: measured by benchmarks/ranking_speed.py over the 2,100 variants of the six tuning
 #: families, skipped ones included, on a 2-core machine (data/ranking-speed.json).
 RANK_SECONDS = 0.1078
-#: The default of --max-variants. The default space of a kernel with two parallel loops
-#: has 1,936 variants on a GPU (up to 1,024 work-items a group) and 2,704 on PoCL (4,096):
-#: at most about 5 min at RANK_SECONDS, and less in practice, as the 45% whose work-group
-#: is too large are skipped before counting. A matmul's default space (11,616 variants)
-#: would take up to 21 min, one of three parallel loops (46,656) up to 1.4 h: not work to
-#: start by accident.
+#: The default of --max-variants, counted over the variants that can launch: about 5 min
+#: of ranking at RANK_SECONDS. Default spaces hold at most a few hundred
+#: (kernelcast.tune.space.default_space); a space written by hand may hold tens of
+#: thousands, hours of ranking, which is not work to start by accident.
 MAX_VARIANTS = 3000
 #: The workloads of the models that predict a Loopy kernel's variants (models.base).
 _TUNABLE = ("kernel", "variant")
@@ -53,17 +56,23 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.0f} days"
 
 
-def _counted(space, limit: int, where: str) -> int:
-    """The variants of *space*; a UsageError where there are none, or more than *limit*
-    (the count, how long ranking them would take, and the flag that allows it)."""
-    count = len(space)
-    if count == 0:
+def _counted(space, limit: int, where: str, limits) -> int:
+    """The variants of *space* that can launch within *limits*; a UsageError where there
+    are none, or more than *limit* (the count, how long ranking them would take, and the
+    flag that allows it)."""
+    from kernelcast.tune.space import launchable
+
+    if len(space) == 0:
         raise UsageError(f"{where} has no variant: its restrictions exclude every one")
+    count = len(launchable(space, max_group_size=limits.max_group_size,
+                           local_mem_bytes=limits.local_mem_bytes)[0])
+    if count == 0:
+        raise UsageError(f"{where} has no variant that can launch ({limits.describe()})")
     if count > limit:
         raise UsageError(
-            f"{where} has {count:,} variants, more than --max-variants {limit:,}: ranking "
-            f"them would take about {_duration(count * RANK_SECONDS)} in one process "
-            f"({RANK_SECONDS * 1000:.0f} ms a variant from a cold cache, "
+            f"{where} has {count:,} variants that can launch, more than --max-variants "
+            f"{limit:,}: ranking them would take about {_duration(count * RANK_SECONDS)} "
+            f"in one process ({RANK_SECONDS * 1000:.0f} ms a variant from a cold cache, "
             f"data/ranking-speed.json); narrow the space, or pass --max-variants {count} "
             "to rank them all")
     return count
@@ -168,6 +177,63 @@ class _RankProgress:
             print(file=self.stream, flush=True)
 
 
+def _budget(text) -> tuple[int | None, float | None]:
+    """--budget: (measurements, None) for N, (None, seconds) for Ns, Nmin or Nh."""
+    units = {"s": 1, "min": 60, "h": 3600}
+    text = str(text).strip()
+    for unit, factor in units.items():
+        if text.endswith(unit) and text[:-len(unit)].replace(".", "", 1).isdigit():
+            seconds = float(text[:-len(unit)]) * factor
+            if seconds > 0:
+                return None, seconds
+    try:
+        return _positive(text, "--budget"), None
+    except UsageError:
+        raise UsageError(f"--budget {text}: expected a number of measurements (20) or a "
+                         "time of measuring (90s, 5min, 1h)") from None
+
+
+def _mode(args) -> dict:
+    """How many variants to measure: {"top": K} (K 0: rank only) or {"budget": N,
+    "seconds": S, "batch": B} for the guided search; usage errors first."""
+    from kernelcast.tune.guided import SETTINGS
+
+    rank_only = getattr(args, "rank_only", False)
+    top = getattr(args, "measure_top", None)
+    budget = getattr(args, "budget", None)
+    count, seconds = _budget(budget if budget is not None else SETTINGS.budget)
+    if top is not None and budget is not None:
+        raise UsageError("--measure-top measures the K best predicted and --budget searches "
+                         "guided by the model: give one")
+    if rank_only and (budget is not None or top not in (None, "0")):
+        raise UsageError("--rank-only measures nothing: not with --measure-top or --budget")
+    if rank_only or str(top).strip() == "0":
+        return {"top": 0}
+    if top is not None:
+        return {"top": _positive(top, "--measure-top")}
+    batch = _positive(getattr(args, "batch", None) or SETTINGS.batch, "--batch")
+    return {"budget": count, "seconds": seconds, "batch": batch}
+
+
+def _ranked_for(model) -> str | None:
+    """The device *model* predicts for, as the device reports its name."""
+    hardware = getattr(model, "hardware_", None)
+    return getattr(hardware, "name", None) or getattr(model, "provenance_", {}).get("device")
+
+
+def _space(args, given, knl, params, limits, family):
+    """(space, where): *given* (the --space file's), or the default one for *limits*."""
+    from kernelcast.tune.space import check_space, default_space
+
+    if given is not None:
+        space, where = given, f"the space {args.space}"
+    else:
+        space = default_space(knl, params, max_group_size=limits.max_group_size)
+        where = f"the default space of {family}"
+    check_space(space, knl)
+    return space, where
+
+
 def tune(args) -> int:
     from kernelcast.cli.models import _model
     from kernelcast.measure.backends import make_backend
@@ -175,14 +241,17 @@ def tune(args) -> int:
     from kernelcast.measure.lock import DeviceLock
     from kernelcast.measure.store import Store
     from kernelcast.properties import cached_properties
+    from kernelcast.tune import limits as device_limits
     from kernelcast.tune.distributed import workers_of
-    from kernelcast.tune.space import check_space, default_space, load_space
+    from kernelcast.tune.guided import Settings
+    from kernelcast.tune.space import check_space, load_space
+    from kernelcast.tune.tuner import rank
     from kernelcast.tune.tuner import tune as run
     from kernelcast.workflow import default_paths
 
     # every usage error comes before the device is touched; its lock is held only while
-    # the best variants are measured, not while the space is ranked
-    top = _positive(args.measure_top, "--measure-top")
+    # variants are measured, not while the space is ranked
+    mode = _mode(args)
     limit = _positive(getattr(args, "max_variants", MAX_VARIANTS), "--max-variants")
     workers, scheduler, timeout = cluster_args(args)
     spread = getattr(args, "devices", None) is not None
@@ -197,23 +266,55 @@ def tune(args) -> int:
                          "--hardware NAME")
     model = _model(args)
     _check_model(model, args)
-    space = load_space(args.space) if args.space else None
+    given = load_space(args.space) if args.space else None
     build, knl, params, stats = _kernel(args)
     family = job_label(build, knl)
-    wait = getattr(args, "wait", 0.0)
-    device = _device_for(model, args.device, args.backend)
+    if given is not None:
+        check_space(given, knl)
+    ranked_for = _ranked_for(model)
+    limits = device_limits.of_model(model)
     # counted once per kernel and statistics, across runs and by every worker of a host
     properties = functools.partial(cached_properties, data_statistics=stats or None)
+    counter = _RankProgress(sys.stderr if sys.stderr.isatty() else None)
+    if mode.get("top") == 0:
+        if limits is None:
+            raise UsageError(f"the {model.name} model's profile records no device limits "
+                             f"and kernelcast has no description of {ranked_for}: rank "
+                             "with --measure-top K on the device, or recalibrate there")
+        space, where = _space(args, given, knl, params, limits, family)
+        variants = _counted(space, limit, where, limits)
+        print(f"ranking {family} for {ranked_for} ({limits.describe()}): {variants} "
+              f"variants by {model.name}, none measured", file=sys.stderr, flush=True)
+        left_out: dict[str, int] = {}
+        try:
+            ranked, skipped = rank(knl, params, space, model,
+                                   max_group_size=limits.max_group_size,
+                                   local_mem_bytes=limits.local_mem_bytes,
+                                   properties=properties, progress=counter,
+                                   left_out=left_out)
+        finally:
+            counter.finish()
+        from kernelcast.tune.tuner import TuneResult
+
+        result = TuneResult(ranked, skipped, left_out=left_out)
+        doc = _document(args, family, params, None, None, model, space, None, result,
+                        RANK_ONLY_ROWS, ranked_for, limits)
+        return _finish(args, doc, result, ranked_for)
+    wait = getattr(args, "wait", 0.0)
+    device = _device_for(model, args.device, args.backend)
     with make_backend(args.backend, device, wait=wait, locked=False) as backend:
         info = backend.device
+        if ranked_for and ranked_for != info.name and args.device is None:
+            raise UsageError(
+                f"the {model.name} model ranks for {ranked_for}, but the device here is "
+                f"{info.name}: rank without measuring (--rank-only), or measure on it on "
+                f"purpose (--device '{info.name}'), predicted and measured then of two "
+                "devices")
         _check_instance(model, info, spread)
-        if space is None:
-            space = default_space(knl, params, max_group_size=info.max_group_size)
-            where = f"the default space of {family}"
-        else:
-            where = f"the space {args.space}"
-        check_space(space, knl)
-        variants = _counted(space, limit, where)
+        here = device_limits.of_device(info)
+        limits = here if limits is None else device_limits.tighter(limits, here)
+        space, where = _space(args, given, knl, params, limits, family)
+        variants = _counted(space, limit, where, limits)
         devices = (spread_devices(info, count)
                    if spread and scheduler is None else None)
         # the lock is taken to measure (each worker of --devices takes its own device's)
@@ -226,7 +327,6 @@ def tune(args) -> int:
             store_path, _ = default_paths(info.name, backend.name, "tune")
             db = store_path.with_name(f"{store_path.stem}-tune.sqlite")
             db.parent.mkdir(parents=True, exist_ok=True)
-        counter = _RankProgress(sys.stderr if sys.stderr.isatty() else None)
         with cluster_context(workers, scheduler, timeout, devices) as client, \
                 Store(db, backend.identity) as store:
             if client is None:
@@ -238,59 +338,128 @@ def tune(args) -> int:
                 on = f" on {workers} local worker processes"
             else:
                 on = f" on the {workers_of(client)} workers of {scheduler}"
+            if "top" in mode:
+                how = f"the best {mode['top']} measured"
+            else:
+                how = "measured in a search guided by it, " + (
+                    f"at most {mode['budget']} variants" if mode["budget"] else
+                    f"for at most {_duration(mode['seconds'])}")
+            other = "" if ranked_for in (None, info.name) else \
+                f" (predicted for {ranked_for}: another device)"
             print(f"tuning {family} on {info.name} ({backend.name}): {variants} variants "
-                  f"ranked by {model.name}, the best {top} measured into {db}{on}",
+                  f"ranked by {model.name}{other}, {how}, into {db}{on}",
                   file=sys.stderr, flush=True)
+            extra = ({"top": mode["top"]} if "top" in mode else
+                     {"budget": mode["budget"], "seconds": mode["seconds"],
+                      "settings": Settings(mode["batch"], mode["budget"]),
+                      "on_batch": _batch_progress(sys.stderr)})
             try:
                 result = run(build, params, space, model, backend, store, family=family,
-                             top=top, properties=properties, rank_progress=counter,
-                             client=client, wait=wait, per_device=spread, lock=lock)
+                             limits=limits, properties=properties, rank_progress=counter,
+                             client=client, wait=wait, per_device=spread, lock=lock,
+                             **extra)
             finally:
                 counter.finish()
-    doc = _document(args, family, params, info, backend, model, space, db, result, top)
+    shown = mode.get("top") or len(result.order)
+    doc = _document(args, family, params, info, backend, model, space, db, result, shown,
+                    ranked_for, limits)
+    return _finish(args, doc, result, ranked_for)
+
+
+#: Why the guided search stopped, for a person (kernelcast.tune.guided.STOPS).
+STOPPED = {"budget": "its budget of measurements was spent",
+           "time": "its time was spent", "space measured": "every variant is measured",
+           "nothing predicted faster": "no unmeasured variant is predicted to beat the "
+                                       "best measured by more than the timing noise"}
+
+#: Rows a ranking without measurements shows (the JSON holds them all).
+RANK_ONLY_ROWS = 10
+
+
+def _batch_progress(stream):
+    """A line per batch of the guided search: how many measured, the best so far."""
+    from kernelcast.report import format_seconds
+
+    def show(done: dict):
+        timed = {k: v for k, v in done.items() if v}
+        best = min(timed.values()) if timed else None
+        print(f"guided search: {len(done)} measured" + (
+            f", best {format_seconds(best)}" if best else ""), file=stream, flush=True)
+    return show
+
+
+def _finish(args, doc: dict, result, ranked_for) -> int:
     if args.json:
         json.dump(doc, sys.stdout, indent=1)
         print()
     else:
         _print(doc)
+    where = doc["device"] or ranked_for
     if not result.ranked:
-        raise KernelcastError(f"no variant of the space can be ranked on {info.name}; "
-                              "see the reasons above")
-    if doc["winner"] is None:
+        raise KernelcastError(f"no variant of the space can be ranked for {where}; see "
+                              "the reasons above")
+    if doc["measuring"] and doc["winner"] is None:
         raise KernelcastError(f"no measured variant could be timed; the messages are in "
-                              f"{db}")
+                              f"{doc['store']}")
     return 0
 
 
-def _document(args, family, params, info, backend, model, space, db, result, top) -> dict:
+def _document(args, family, params, info, backend, model, space, db, result, shown,
+              ranked_for, limits) -> dict:
+    """What tune found, as JSON: the space, the variants measured (or, without
+    measuring, the best predicted), the winner and its code."""
     from kernelcast.tune.space import code
 
-    reasons: dict[str, int] = {}
+    reasons: dict[str, int] = dict(result.left_out)
     for r in result.skipped:
         reasons[r.reason] = reasons.get(r.reason, 0) + 1
+    position = {f"{family}/{r.key}": (i, r) for i, r in enumerate(result.ranked, 1)}
+    measuring = info is not None
+    names = (result.order if measuring and result.order else
+             [f"{family}/{r.key}" for r in result.ranked[:shown]])
     rows = []
-    for i, r in enumerate(result.ranked[:top], 1):
-        name = f"{family}/{r.key}"
+    for name in names:
+        if name not in position:
+            continue
+        i, r = position[name]
         rows.append({"rank": i, "key": r.key, "variant": r.variant,
                      "predicted_s": r.predicted_s, "measured_s": result.measured.get(name),
-                     "status": result.statuses.get(name, "missing")})
+                     "status": result.statuses.get(name, "not measured" if not measuring
+                                                   else "missing")})
     winner = None
-    if result.best is not None:
+    if measuring and result.best is not None:
         name, seconds = result.best
         row = next(r for r in rows if f"{family}/{r['key']}" == name)
-        first = rows[0]
+        first = next((r for r in rows if r["rank"] == 1), None)
         winner = {**row, "code": code(row["variant"], space),
-                  "best_predicted": {"rank": 1, "key": first["key"],
-                                     "measured_s": first["measured_s"]},
+                  "best_predicted": None if first is None else
+                  {"rank": 1, "key": first["key"], "measured_s": first["measured_s"]},
                   "speedup_over_best_predicted": (first["measured_s"] / seconds
-                                                  if first["measured_s"] else None)}
-    hardware = model.provenance_.get("device") if hasattr(model, "provenance_") else None
+                                                  if first and first["measured_s"] else None)}
+    elif not measuring and rows:
+        winner = {**rows[0], "code": code(rows[0]["variant"], space),
+                  "best_predicted": None, "speedup_over_best_predicted": None}
+    device = info.name if measuring else None
     return {"kernel": args.kernel, "family": family, "params": params,
-            "device": info.name, "backend": backend.name,
-            "model": model.name, "model_hardware": hardware, "store": str(db),
+            "device": device, "backend": backend.name if measuring else None,
+            "model": model.name, "model_hardware": ranked_for,
+            "ranked_for": ranked_for, "limits": limits.as_dict(),
+            "devices_differ": bool(measuring and ranked_for and ranked_for != device),
+            "measuring": measuring, "mode": _mode_name(args, measuring),
+            "stopped": result.stopped,
+            "store": None if db is None else str(db),
             "space": {"variants": len(space), "valid": len(result.ranked),
-                      "skipped": len(result.skipped), "skipped_reasons": reasons},
+                      "skipped": len(result.skipped) + sum(result.left_out.values()),
+                      "skipped_reasons": reasons,
+                      "thinned": [f"{name}: {', '.join(map(str, values))}" for name, values
+                                  in getattr(space, "dropped", ())]},
             "top": rows, "winner": winner}
+
+
+def _mode_name(args, measuring: bool) -> str:
+    if not measuring:
+        return "rank-only"
+    return "top" if getattr(args, "measure_top", None) is not None else "guided"
 
 
 def _print(doc: dict) -> None:
@@ -299,34 +468,68 @@ def _print(doc: dict) -> None:
     from kernelcast.report import format_seconds, format_table
 
     sized = " ".join(f"{k}={v}" for k, v in doc["params"].items())
-    model = doc["model"] + (f" ({doc['model_hardware']})" if doc["model_hardware"] else "")
+    model = doc["model"] + (f" ({doc['ranked_for']})" if doc["ranked_for"] else "")
     s = doc["space"]
     print(f"kernel {doc['family']} ({doc['kernel']}) at {sized or 'no sizes'}")
-    print(f"device {doc['device']} ({doc['backend']}); model {model}; store {doc['store']}")
-    print(f"space: {s['variants']} variants, {s['valid']} valid, {s['skipped']} skipped")
+    if doc["measuring"]:
+        print(f"device {doc['device']} ({doc['backend']}); model {model}; "
+              f"store {doc['store']}")
+    else:
+        print(f"ranked for {doc['ranked_for']}, no device measured; model {model}")
+    if doc["devices_differ"]:
+        print(f"note: predicted for {doc['ranked_for']}, measured on {doc['device']}: the "
+              "two columns are of different devices")
+    print(f"space: {s['variants']} variants, {s['valid']} valid, {s['skipped']} skipped "
+          f"(limits: {_limits_text(doc['limits'])})")
     for reason, count in sorted(s["skipped_reasons"].items(), key=lambda kv: -kv[1]):
         print(f"  {count} skipped: {reason}")
+    if s["thinned"]:
+        print(f"  the default space was thinned to at most a few hundred variants, leaving "
+              f"out {'; '.join(s['thinned'])} (--space explores them)")
     if doc["top"]:
+        mark = "*" if doc["devices_differ"] else ""
         frame = pd.DataFrame([{
             "rank": r["rank"], "variant": r["key"],
-            "predicted": format_seconds(r["predicted_s"]),
-            "measured": "" if r["measured_s"] is None else format_seconds(r["measured_s"]),
-            "status": r["status"]} for r in doc["top"]])
+            f"predicted{mark}": format_seconds(r["predicted_s"]),
+            **({f"measured{mark}": "" if r["measured_s"] is None
+                else format_seconds(r["measured_s"]), "status": r["status"]}
+               if doc["measuring"] else {})} for r in doc["top"]])
         print()
+        if doc["mode"] == "guided":
+            print(f"measured in the order the guided search chose (rank: the model's); "
+                  f"it stopped: {STOPPED[doc['stopped']]}")
         print(format_table(frame))
+        if mark:
+            print(f"* predicted for {doc['ranked_for']}, measured on {doc['device']}: "
+                  "different devices")
     w = doc["winner"]
     if w is None:
         return
-    best = w["best_predicted"]
-    if w["rank"] == 1:
-        versus = "the best-predicted variant is the fastest measured"
-    elif best["measured_s"] is None:
-        versus = "the best-predicted variant gave no time"
+    if not doc["measuring"]:
+        print(f"\nbest predicted: {w['key']}: {format_seconds(w['predicted_s'])} on "
+              f"{doc['ranked_for']}, not measured")
     else:
-        versus = (f"{w['speedup_over_best_predicted']:.2f}x faster than the best-predicted "
-                  f"variant ({format_seconds(best['measured_s'])})")
-    print()
-    print(f"winner: rank {w['rank']} {w['key']}: predicted {format_seconds(w['predicted_s'])}, "
-          f"measured {format_seconds(w['measured_s'])}; {versus}")
+        best = w["best_predicted"]
+        if w["rank"] == 1:
+            versus = "the best-predicted variant is the fastest measured"
+        elif best is None:
+            versus = "the best-predicted variant was not measured"
+        elif best["measured_s"] is None:
+            versus = "the best-predicted variant gave no time"
+        else:
+            versus = (f"{w['speedup_over_best_predicted']:.2f}x faster than the "
+                      f"best-predicted variant ({format_seconds(best['measured_s'])})")
+        other = (f" (predicted for {doc['ranked_for']}, measured on {doc['device']})"
+                 if doc["devices_differ"] else "")
+        print()
+        print(f"winner: rank {w['rank']} {w['key']}: predicted "
+              f"{format_seconds(w['predicted_s'])}, measured "
+              f"{format_seconds(w['measured_s'])}{other}; {versus}")
     print("\nits code (after knl = the factory's kernel):\n")
     print(w["code"], end="")
+
+
+def _limits_text(limits: dict) -> str:
+    local = limits.get("local_mem_bytes")
+    return (f"{limits['max_group_size']:,} work-items a group"
+            + ("" if local is None else f", {local:,} bytes of local memory"))

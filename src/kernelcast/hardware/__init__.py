@@ -62,6 +62,9 @@ class Hardware:
     compute_capability: str | None = None  # "major.minor": which coalescing rules apply
     max_threads_per_block: int | None = None  # GROPHECY's largest thread block (§6.2)
     shared_mem_per_block: int | None = None  # bytes one block may allocate (§6.6)
+    # bytes of shared arrays a kernel may declare for a block without opting in (the
+    # `__shared__` arrays Loopy's CUDA and OpenCL's `__local` arrays are)
+    static_shared_mem_per_block: int | None = None
     l2_cache_bytes: int | None = None  # the L2 cache of the whole GPU
     l1_cache_bytes_per_sm: int | None = None  # L1 data cache and shared memory together
     dram_peak_bandwidth: float | None = None  # bytes per second DRAM can move at most
@@ -80,12 +83,14 @@ def known_hardware() -> list[str]:
 
 
 _OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
-             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm",
-             "dram_peak_bandwidth", "issue_per_sm_cycle", "l1_latency_cycles",
-             "l2_latency_cycles", "dram_latency_cycles", "sources", "guessed")
+             "shared_mem_per_block", "static_shared_mem_per_block", "l2_cache_bytes",
+             "l1_cache_bytes_per_sm", "dram_peak_bandwidth", "issue_per_sm_cycle",
+             "l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles", "sources",
+             "guessed")
 _INTEGERS = ("warp_size", "active_sms", "max_active_warps_per_sm", "max_active_blocks_per_sm",
              "shared_mem_per_sm", "sector_bytes", "registers_per_sm", "max_threads_per_block",
-             "shared_mem_per_block", "l2_cache_bytes", "l1_cache_bytes_per_sm")
+             "shared_mem_per_block", "static_shared_mem_per_block", "l2_cache_bytes",
+             "l1_cache_bytes_per_sm")
 _NUMBERS = ("freq_hz", "issue_cycles", "mem_bandwidth", "mem_ld", "departure_del_coal",
             "departure_del_uncoal", "dram_peak_bandwidth", "issue_per_sm_cycle",
             "l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles")
@@ -122,6 +127,7 @@ BOUNDS = {
     # on-chip memory: 228 KiB on an H100; a GiB is far beyond any SM
     "shared_mem_per_sm": (1, 2**30, "bytes"),
     "shared_mem_per_block": (1, 2**30, "bytes"),
+    "static_shared_mem_per_block": (1, 2**30, "bytes"),
     # 32-byte sectors on NVIDIA since Maxwell, 128-byte segments before; a DRAM page is
     # at most a few KiB
     "sector_bytes": (1, 4096, "bytes"),

@@ -1,7 +1,11 @@
-"""Model-driven tuning: rank the variants of a Loopy kernel with a model, measure the
-few best (issue 23; in progress).
+"""Model-driven tuning: rank the variants of a Loopy kernel with a model, measure few.
 
-Modules: ``space`` (search spaces over Loopy transformations, as data: work-group shape,
-work per work-item, unrolling; a default derived from the kernel) and ``tuner`` (rank
-every variant with a model, measure the top K through a resumable campaign).
+Modules: ``space`` (search spaces over Loopy transformations, as data, and the default one
+derived from a kernel), ``limits`` (what the ranked-for device can launch), ``tuner``
+(rank every variant with a model; measure the top K, or search guided by the model),
+``guided`` (the search that corrects the model with what it measured),
+``methodology`` (how search strategies are scored on spaces measured exhaustively),
+``families`` and ``corpus`` (kernels measured exhaustively: the judged families and the
+training corpus), ``random_families``, ``variants``, ``distributed`` and ``kerneltuner``
+(a bridge to Kernel Tuner's cache files).
 """

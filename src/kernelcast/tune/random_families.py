@@ -2,10 +2,11 @@
 
 The straight-line random kernels (kernelcast.suites.random_kernels) compute one expression
 per work-item; tuning ranks kernels that loop. Family *i* here is a Loopy kernel drawn from
-``random.Random(f"loops:{SEED}:{i}")``, with the space ``kernelcast tune`` explores for it
-(``default_space``) and GPU sizes, so that its variants are random points of a real tuning
-space. Its kernel writes one output element per point of a 1-, 2- or 3-D grid (loops
-``k``, ``j``, ``i``; ``i`` fastest and contiguous in the output):
+``random.Random(f"loops:{SEED}:{i}")``, with the space of every power-of-two work-group
+(``full_space``, what ``kernelcast tune`` explored by default when the corpus was drawn) and
+GPU sizes, so that its variants are random points of a real tuning space. Its kernel
+writes one output element per point of a 1-, 2- or 3-D grid (loops ``k``, ``j``, ``i``;
+``i`` fastest and contiguous in the output):
 
 - *reads*: 1 to 3 input arrays, each indexed by a random choice of loops in a random
   order (so reads are coalesced, strided across work-items or broadcast), some scaled (a
@@ -319,15 +320,15 @@ def is_random_family(name: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def random_family(i: int) -> Family:
-    """Family *i*: ``loops-0000i``, its kernel, the default space at its GPU sizes."""
-    from kernelcast.tune.space import default_space
+    """Family *i*: ``loops-0000i``, its kernel, the full space at its GPU sizes."""
+    from kernelcast.tune.space import full_space
 
     if not isinstance(i, int) or i < 0:
         raise UsageError(f"a random family's number is a non-negative integer, not {i!r}")
     d = draw(i)
     build = functools.partial(_build, i)
     check = {k: _CHECK[k] for k in d.params}
-    return Family(f"{PREFIX}{i:05d}", build, default_space(build(), d.params), dict(d.params),
+    return Family(f"{PREFIX}{i:05d}", build, full_space(build(), d.params), dict(d.params),
                   check, functools.partial(_reference, i))
 
 

@@ -27,11 +27,19 @@ A *variant* is one value per parameter, a mapping such as ``{"j.group": 32,
 ``AXIS.group``, ``AXIS.per_item``, ``unroll.LOOP``, ``tile.LOOP``, ``split.LOOP``,
 ``prefetch.ARRAY`` and (where the space pads) ``pad.ARRAY``, in that order. ``apply``
 makes its kernel, ``code`` the Python that makes it (the same ``steps`` both ways);
-``invalid`` says why a variant cannot run on a device or None: a work-group of more
-work-items than the device allows (counting a split reduction's W), more local memory than
-a group may have, an unrolling that does not divide its tile, a loop both tiled and
-split, a padding without its prefetch, a prefetch over a split loop, or (given the
-variant's kernel) a variant Loopy cannot schedule or generate.
+``invalid`` says why a variant cannot run on a device or None, checking in this order: a
+work-group of more work-items than the device allows (counting a split reduction's W),
+more than 3 local axes, an unrolling that does not divide its tile, a loop both tiled and
+split, a padding without its prefetch, a prefetch over a split loop, what Loopy refuses
+whatever the kernel (two reductions split; a prefetched tile spanning fewer loops than
+the work-group has local axes), more local memory than a group may have, or (given the
+variant's kernel) a variant Loopy cannot schedule or generate. ``launchable`` runs the
+checks that need no kernel over a whole space at once (without making the variants whose
+work-group is already too large) and counts what it leaves out by kind of reason, in few
+texts. A refusal of Loopy's is said in kernelcast's words, naming the parameters
+responsible (a split reduction the kernel's other instructions do not run across; a
+prefetched tile one element wide along an axis); Loopy's own first line is kept only for
+a refusal of another kind.
 ``apply`` raises InvalidVariant where Loopy refuses a transformation or makes a prefetch
 tile whose size is not fixed. ``variant_key`` leaves out ``tile``, ``split``,
 ``prefetch`` and ``pad`` at their "off" value (1, 1, false, 0), so a variant that uses
@@ -72,27 +80,41 @@ loop where tiled, the sequential part where split) is split by its factor with t
 part unrolled (in a tile, ``prioritize_loops`` keeps the unrolled copies inside one loop).
 
 ``default_space`` derives one from the kernel: its parallel loops (those every written
-result depends on and no reduction runs over), the last one fastest; powers of two for
-groups and tasks per item; unrolling by 1, 2 or 4 for sequential loops with a fixed trip
-count; a split by 1 or 32 work-items (up to the trip count) for each reduction loop;
-and a prefetch (off or on, over the axes it uses) for each array that is only read, is
-indexed by the axes alone (loops that start at 0: Loopy sizes the tile of a loop that
-starts elsewhere by the whole array, as for the ``stencil2d`` family), and is read with
-reuse within a work-group (some axis does not index it, or it is read at several
-offsets, as a stencil reads). Tiles are not derived:
-tile a reduction loop and prefetch over it by hand (the ``matmul`` family does).
+result depends on and no reduction runs over), the last one fastest; for each, powers of
+two for its group (up to its trip count; the fastest one from a warp of work-items) and 1,
+2 or 4 tasks per work-item, with a restriction keeping the work-group a multiple of the
+warp (``warp_size``, 32; 1 or a CPU's SIMD width where no warp matters) and at most the
+device's ``max_group_size``; unrolling by 1 or 4 for sequential loops with a fixed trip
+count; a split by 1 or 32 work-items (up to the trip count) for a kernel of one
+instruction holding one reduction over one loop and at most two axes (Loopy splits a
+reduction only where every instruction holds it); and, where no split is offered, a
+prefetch (off or on) for each array that is only read, is indexed by every axis and by
+them alone (a tile spanning fewer would leave work-items out of its fetch; loops that
+start at 0: Loopy sizes the tile of a loop that starts elsewhere by the whole array, as
+for the ``stencil2d`` family), and is read with reuse within a work-group (at several
+offsets, as a stencil reads), with a restriction against a tile one element wide along
+an axis it is read at one offset along. Tiles are not derived: tile a reduction loop and
+prefetch over it by hand (the ``matmul`` family does). A default space of more than
+``max_variants`` (300) variants is thinned: the parameter with the most values (the later
+one in the space's order on a tie) keeps every other value, its first (smallest, or off)
+included, until the space holds few enough; ``Space.dropped`` lists the values left out.
+``full_space`` is the wider space the random families of kernelcast.tune.random_families
+are drawn from: every power of two up to the device's limit for each group, 1 to 8 tasks per work-item, unrolling by
+1, 2 or 4, a split of every reduction loop and every reused read's prefetch.
 
-Public names: Axis, Prefetch, Space, InvalidVariant, OFF, MAX_DEPTH, load_space,
-check_space, check_work, default_space, steps, apply, code, invalid, variant_key,
-pad_local_array.
+Public names: Axis, Prefetch, Space, InvalidVariant, OFF, MAX_DEPTH, WARP_SIZE,
+MAX_VARIANTS, load_space, check_space, check_work, default_space, full_space, launchable,
+steps, apply, code, invalid, variant_key, pad_local_array.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 import math
 import operator
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -100,12 +122,20 @@ from functools import cached_property
 from kernelcast.errors import KernelcastError, UsageError
 from kernelcast.frontends.files import read_toml_file
 
-#: Tasks per work-item the default space explores (1, 2, 4, 8).
-DEFAULT_PER_ITEM = (1, 2, 4, 8)
+#: Tasks per work-item the default space explores.
+DEFAULT_PER_ITEM = (1, 2, 4)
 #: Unrolling factors the default space explores for a fixed-trip sequential loop.
-DEFAULT_UNROLL = (1, 2, 4)
+DEFAULT_UNROLL = (1, 4)
 #: Work-items sharing a reduction the default space explores (up to the trip count).
 DEFAULT_SPLIT = (1, 32)
+#: The work-items of a warp, of which the default space's work-groups are multiples
+#: (NVIDIA's; AMD's wavefront is 64; a CPU device has no warp: 1 or its SIMD width).
+WARP_SIZE = 32
+#: The most variants the default space holds; a larger one is thinned.
+MAX_VARIANTS = 300
+#: Tasks per work-item and unrolling factors of ``full_space``.
+FULL_PER_ITEM = (1, 2, 4, 8)
+FULL_UNROLL = (1, 2, 4)
 #: The value at which each newer kind of parameter changes nothing; ``variant_key``
 #: leaves such a parameter out.
 OFF = {"tile": 1, "split": 1, "prefetch": False, "pad": 0}
@@ -146,6 +176,9 @@ class Space:
     split: tuple[tuple[str, tuple[int, ...]], ...] = field(default=())
     prefetch: tuple[Prefetch, ...] = field(default=())
     restrict: tuple[str, ...] = field(default=())
+    #: (parameter, values) that ``default_space`` left out to keep within its
+    #: max_variants; empty where nothing was left out. Not part of the space's identity.
+    dropped: tuple[tuple[str, tuple], ...] = field(default=(), compare=False)
 
     def __post_init__(self):
         reserved = sorted({a.iname for a in self.axes} & set(_KINDS))
@@ -190,6 +223,12 @@ class Space:
         names = set(self.parameters())
         return [(text, _restriction(text, names)) for text in self.restrict]
 
+    @cached_property
+    def _restricted(self) -> frozenset[str]:
+        """The parameters some restriction names."""
+        return frozenset(_name(node) for _, tree in self._conditions
+                         for node in ast.walk(tree) if isinstance(node, ast.Attribute))
+
     def allows(self, variant: Mapping) -> bool:
         """Whether *variant* meets every restriction of the space; a UsageError where a
         restriction divides by zero (a variant it cannot judge is the restriction's
@@ -205,9 +244,7 @@ class Space:
         return True
 
     def __len__(self) -> int:
-        if not self.restrict:
-            return math.prod(len(v) for v in self.parameters().values())
-        return sum(1 for _ in self.variants())
+        return _completions(self, list(self.parameters().items()), {}, 0)
 
     def variants(self) -> Iterator[dict]:
         """Every variant that meets the restrictions, as {parameter: value}, in a fixed
@@ -217,6 +254,21 @@ class Space:
             variant = dict(zip(params, values, strict=True))
             if self.allows(variant):
                 yield variant
+
+
+def _completions(space: Space, params: list, prefix: Mapping, depth: int) -> int:
+    """How many variants of *space* that meet its restrictions extend *prefix* (values of
+    ``params[:depth]``): only the parameters the restrictions name are enumerated, the
+    others multiply."""
+    rest = params[depth:]
+    named = [(n, v) for n, v in rest if n in space._restricted]
+    free = math.prod(len(v) for n, v in rest if n not in space._restricted)
+    if not space.restrict or free == 0:
+        return free * math.prod(len(v) for _, v in named)
+    names = [n for n, _ in named]
+    first = {**prefix, **{n: v[0] for n, v in rest}}  # a restriction's error shows it all
+    return free * sum(space.allows({**first, **dict(zip(names, values, strict=True))})
+                      for values in itertools.product(*(v for _, v in named)))
 
 
 # {{{ restrictions: a small, safe expression language over parameter names
@@ -535,11 +587,10 @@ def _powers_up_to(limit: int) -> tuple[int, ...]:
     return tuple(1 << e for e in range(max(limit, 1).bit_length()) if 1 << e <= limit)
 
 
-def _reused_reads(kernel, axes: list[str]) -> list[Prefetch]:
-    """Prefetches worth offering: arrays only read, indexed by the axes alone, and read
-    with reuse within a work-group (an axis does not index them, or they are read at
-    several subscripts)."""
-    from loopy.symbolic import WalkMapper, get_dependencies
+def _reads(kernel) -> dict[str, set]:
+    """The arrays among *kernel*'s arguments that it only reads: name → the index tuples
+    it reads them at."""
+    from loopy.symbolic import WalkMapper
 
     subscripts: dict[str, set] = {}
 
@@ -554,10 +605,17 @@ def _reused_reads(kernel, axes: list[str]) -> list[Prefetch]:
         written |= set(insn.assignee_var_names())
         if hasattr(insn, "expression"):
             _Reads()(insn.expression)
+    return {a: i for a, i in subscripts.items() if a not in written and a in kernel.arg_dict}
+
+
+def _reused_reads(kernel, axes: list[str]) -> list[Prefetch]:
+    """Prefetches worth offering: arrays only read, indexed by the axes alone, and read
+    with reuse within a work-group (an axis does not index them, or they are read at
+    several subscripts)."""
+    from loopy.symbolic import get_dependencies
+
     out = []
-    for array, indices in subscripts.items():
-        if array in written or array not in kernel.arg_dict:
-            continue
+    for array, indices in _reads(kernel).items():
         used = set()
         for index in indices:
             used |= {d for d in get_dependencies(index) if d in kernel.all_inames()}
@@ -567,6 +625,37 @@ def _reused_reads(kernel, axes: list[str]) -> list[Prefetch]:
         if len(indices) > 1 or len(used) < len(axes):
             out.append(Prefetch(array, tuple(a for a in axes if a in used)))
     return sorted(out, key=lambda p: p.array)
+
+
+def _one_offset(kernel, array: str, axis: str) -> bool:
+    """Whether *kernel* reads *array* at one offset along *axis* (a stencil reads at
+    several): a work-group one work-item wide there then has a tile one element wide."""
+    from loopy.symbolic import get_dependencies
+
+    along = {tuple(i for i in index if axis in get_dependencies(i))
+             for index in _reads(kernel).get(array, ())}
+    return len(along) <= 1
+
+
+def _lone_reduction(kernel) -> str | None:
+    """The loop of *kernel*'s reduction where the kernel is one instruction holding one
+    reduction over one loop, else None: Loopy splits a reduction across work-items only
+    where every instruction holds it (the others would not run across its work-items)."""
+    from loopy.symbolic import WalkMapper
+
+    found = []
+
+    class _Reductions(WalkMapper):
+        def map_reduction(self, expr, *args):
+            found.append(expr)
+            super().map_reduction(expr, *args)
+
+    if len(kernel.instructions) != 1 or not hasattr(kernel.instructions[0], "expression"):
+        return None
+    _Reductions()(kernel.instructions[0].expression)
+    if len(found) != 1 or len(found[0].inames) != 1:
+        return None
+    return str(found[0].inames[0])
 
 
 def _starts_at_zero(kernel, iname: str) -> bool:
@@ -579,19 +668,18 @@ def _starts_at_zero(kernel, iname: str) -> bool:
         return False
 
 
-def default_space(knl, params: Mapping[str, int], max_group_size: int = 1024) -> Space:
-    """The space ``kernelcast tune`` explores when none is given (module docstring)."""
+def full_space(knl, params: Mapping[str, int], max_group_size: int = 1024) -> Space:
+    """Every power of two up to *max_group_size* for each axis's group, 1 to 8 tasks per
+    work-item, unrolling by 1, 2 or 4, a split by 1 or 32 for each reduction loop and the
+    prefetches of reused reads (module docstring): the random families
+    (kernelcast.tune.random_families) are drawn from it, so it does not change."""
     kernel = _entry(knl)
-    parallel = _parallel_inames(kernel)
-    if not parallel:
-        raise UsageError(f"kernel {kernel.name!r} has no untagged parallel loop to tune "
-                         "(its loops are mapped to the hardware already, or every loop "
-                         "is a reduction)")
+    parallel = _tunable_loops(kernel)
     axes = []
     for iname in reversed(parallel):  # the last loop fastest
         trip = _trip(kernel, iname, params)
         limit = min(max_group_size, trip) if trip else max_group_size
-        per_item = tuple(f for f in DEFAULT_PER_ITEM if not trip or f <= max(1, trip))
+        per_item = tuple(f for f in FULL_PER_ITEM if not trip or f <= max(1, trip))
         axes.append(Axis(iname, _powers_up_to(limit), per_item))
     unroll, split = [], []
     reduced = _reduction_inames(kernel)
@@ -600,13 +688,128 @@ def default_space(knl, params: Mapping[str, int], max_group_size: int = 1024) ->
             continue
         trip = _trip(kernel, iname, params)
         if trip and trip > 1:
-            unroll.append((iname, tuple(u for u in DEFAULT_UNROLL if u <= trip)))
+            unroll.append((iname, tuple(u for u in FULL_UNROLL if u <= trip)))
         if iname in reduced:
             ways = tuple(w for w in DEFAULT_SPLIT if not trip or w <= trip)
             if len(ways) > 1:
                 split.append((iname, ways))
     return Space(tuple(axes), tuple(unroll), split=tuple(split),
                  prefetch=tuple(_reused_reads(kernel, [a.iname for a in axes])))
+
+
+def _tunable_loops(kernel) -> list[str]:
+    """*kernel*'s parallel loops not yet mapped to the hardware; a UsageError if none."""
+    parallel = _parallel_inames(kernel)
+    if not parallel:
+        raise UsageError(f"kernel {kernel.name!r} has no untagged parallel loop to tune "
+                         "(its loops are mapped to the hardware already, or every loop "
+                         "is a reduction)")
+    return parallel
+
+
+def _powers_between(low: int, high: int) -> tuple[int, ...]:
+    return tuple(p for p in _powers_up_to(high) if p >= low)
+
+
+def default_space(knl, params: Mapping[str, int], max_group_size: int = 1024, *,
+                  warp_size: int = WARP_SIZE,
+                  max_variants: int | None = MAX_VARIANTS) -> Space:
+    """The space ``kernelcast tune`` explores when none is given (module docstring):
+    work-groups of whole warps of *warp_size* work-items (1, or a CPU's SIMD width, where
+    no warp matters) and at most *max_group_size*, thinned to at most *max_variants*
+    variants (None: never), what it left out in its ``dropped``."""
+    if not isinstance(warp_size, int) or warp_size < 1 or warp_size & (warp_size - 1):
+        raise UsageError(f"a warp of {warp_size!r} work-items: expected a power of two")
+    kernel = _entry(knl)
+    names = list(reversed(_tunable_loops(kernel)))  # the last loop fastest
+    trips = {n: _trip(kernel, n, params) for n in names}
+    caps = {n: _powers_up_to(min(max_group_size, trips[n] or max_group_size))[-1]
+            for n in names}
+    warp = min(warp_size, math.prod(caps.values()))
+    lows = {n: 1 for n in names}
+    lows[names[0]] = min(warp, caps[names[0]])
+    values: dict[str, tuple] = {}
+    for n in names:
+        others = math.prod(lows[m] for m in names if m != n)
+        values[f"{n}.group"] = _powers_between(lows[n], min(caps[n],
+                                                            max_group_size // others))
+        values[f"{n}.per_item"] = tuple(f for f in DEFAULT_PER_ITEM
+                                        if not trips[n] or f <= max(1, trips[n]))
+    sequential = [n for n in sorted(kernel.all_inames() - set(names))
+                  if not kernel.iname_tags(n)]
+    for n in sequential:
+        trip = _trip(kernel, n, params)
+        factors = tuple(u for u in DEFAULT_UNROLL if trip and u <= trip)
+        if len(factors) > 1:
+            values[f"unroll.{n}"] = factors
+    lone = _lone_reduction(kernel)
+    if lone in sequential and len(names) < 3:
+        trip = _trip(kernel, lone, params)
+        ways = tuple(w for w in DEFAULT_SPLIT if not trip or w <= trip)
+        if len(ways) > 1:
+            values[f"split.{lone}"] = ways
+    prefetch = [] if lone in sequential and f"split.{lone}" in values else [
+        p for p in _reused_reads(kernel, names) if len(p.over) == len(names)]
+    restrict = _group_restriction(values, max_group_size, warp)
+    for p in prefetch:
+        values[f"prefetch.{p.array}"] = p.fetch
+        restrict += [f"not prefetch.{p.array} or {a}.group * {a}.per_item > 1"
+                     for a in p.over if min(values[f"{a}.group"]) == 1
+                     and _one_offset(kernel, p.array, a)]
+    return _thinned(values, names, prefetch, tuple(restrict), max_variants)
+
+
+def _group_restriction(values: dict[str, tuple], max_group_size: int,
+                       warp: int) -> list[str]:
+    """The restriction that keeps the work-group (its axes' groups times its split
+    reduction's work-items) at most *max_group_size* and a multiple of *warp*; none for
+    a work-group of one factor, whose values are chosen so (they are filtered here)."""
+    factors = [n for n in values if n.endswith(".group") or n.startswith("split.")]
+    if len(factors) == 1:
+        values[factors[0]] = tuple(v for v in values[factors[0]]
+                                   if v <= max_group_size and v % warp == 0)
+        return []
+    product = " * ".join(factors)
+    return [f"{product} <= {max_group_size}"] + (
+        [f"{product} % {warp} == 0"] if warp > 1 else [])
+
+
+def _space_of(values: Mapping[str, tuple], names: list[str], prefetch: list[Prefetch],
+              restrict: tuple[str, ...]) -> Space:
+    """The space of these parameter *values*."""
+    def loops(kind):
+        return tuple((k.partition(".")[2], v) for k, v in values.items()
+                     if k.startswith(f"{kind}."))
+
+    return Space(tuple(Axis(n, values[f"{n}.group"], values[f"{n}.per_item"])
+                       for n in names), loops("unroll"), split=loops("split"),
+                 prefetch=tuple(Prefetch(p.array, p.over, values[f"prefetch.{p.array}"])
+                                for p in prefetch), restrict=restrict)
+
+
+def _thinned(values: dict[str, tuple], names: list[str], prefetch: list[Prefetch],
+             restrict: tuple[str, ...], max_variants: int | None) -> Space:
+    """The space of *values*, thinned while it holds more than *max_variants* variants:
+    the parameter with the most values (the later one in the space's order on a tie)
+    keeps every other one, its first (the smallest, or off) included; a parameter
+    whose thinning would leave no variant is left as it is. The values left out are the
+    space's ``dropped``."""
+    space = _space_of(values, names, prefetch, restrict)
+    full, fixed = dict(values), set()
+    while max_variants is not None and len(space) > max_variants:
+        open_ = [n for n in values if len(values[n]) > 1 and n not in fixed]
+        if not open_:
+            break
+        name = max(reversed(open_), key=lambda n: len(values[n]))
+        trial = {**values, name: values[name][::2]}
+        thinner = _space_of(trial, names, prefetch, restrict)
+        if len(thinner) == 0:
+            fixed.add(name)
+            continue
+        values, space = trial, thinner
+    dropped = tuple((n, tuple(v for v in full[n] if v not in values[n]))
+                    for n in full if values[n] != full[n])
+    return dataclasses.replace(space, dropped=dropped)
 
 
 # {{{ making a variant
@@ -624,27 +827,162 @@ def _setting(variant: Mapping, kind: str, name: str):
 
 def _conflict(variant: Mapping, space: Space) -> str | None:
     """Why the parameters of *variant* contradict each other, or None."""
+    found = _conflict_kind(variant, space)
+    return None if found is None else found[1]
+
+
+def _conflict_kind(variant: Mapping, space: Space) -> tuple[str, str] | None:
+    """(the kind of contradiction, why) for *variant*, or None."""
     for iname, _ in space.tile:
         tile = int(_setting(variant, "tile", iname))
         if tile > 1 and int(_setting(variant, "split", iname)) > 1:
-            return (f"{iname} is both tiled (tile.{iname}={tile}) and split across "
-                    f"work-items (split.{iname}={_setting(variant, 'split', iname)})")
+            return "a loop both tiled and split", (
+                f"{iname} is both tiled (tile.{iname}={tile}) and split across "
+                f"work-items (split.{iname}={_setting(variant, 'split', iname)})")
         factor = int(variant.get(f"unroll.{iname}", 1))
         if tile > 1 and factor > 1 and tile % factor:
-            return (f"unroll.{iname}={factor} does not divide the tile of {iname} "
-                    f"(tile.{iname}={tile})")
+            return "an unrolling that does not divide its tile", (
+                f"unroll.{iname}={factor} does not divide the tile of {iname} "
+                f"(tile.{iname}={tile})")
     for p in space.prefetch:
         pad = int(_setting(variant, "pad", p.array))
         if pad and not _setting(variant, "prefetch", p.array):
-            return f"pad.{p.array}={pad} without prefetch.{p.array}: nothing to pad"
+            return "a padding without its prefetch", (
+                f"pad.{p.array}={pad} without prefetch.{p.array}: nothing to pad")
         if not _setting(variant, "prefetch", p.array):
             continue
         for loop in p.over:
             ways = int(variant.get(f"split.{loop}", 1))
             if ways > 1:
-                return (f"prefetch.{p.array} spans {loop}, split across work-items "
-                        f"(split.{loop}={ways}); a tile spans axes and sequential loops")
+                return "a prefetch over a split loop", (
+                    f"prefetch.{p.array} spans {loop}, split across work-items "
+                    f"(split.{loop}={ways}); a tile spans axes and sequential loops")
     return None
+
+
+def _splits(variant: Mapping, space: Space) -> list[tuple[str, int]]:
+    """(loop, work-items) of each reduction *variant* splits across work-items."""
+    ways = [(n, int(_setting(variant, "split", n))) for n, _ in space.split]
+    return [(n, w) for n, w in ways if w > 1]
+
+
+def _work_items(variant: Mapping, space: Space) -> int:
+    """The work-items of *variant*'s work-group, a split reduction's included."""
+    items = math.prod(int(variant[f"{a.iname}.group"]) for a in space.axes)
+    return items * math.prod(w for _, w in _splits(variant, space))
+
+
+def _refused(variant: Mapping, space: Space) -> tuple[str, str] | None:
+    """(kind, why) where Loopy refuses *variant* whatever the kernel: two reductions
+    split (each one's first step runs outside the other's work-items), or a prefetched
+    tile spanning fewer loops than the work-group has local axes (Loopy fetches a tile
+    across as many local axes as it spans and will not leave the others idle)."""
+    splits = _splits(variant, space)
+    if len(splits) > 1:
+        named = " and ".join(f"split.{n}={w}" for n, w in splits)
+        return "more than one reduction split across work-items", (
+            f"{named} split {len(splits)} reductions across work-items; Loopy splits one "
+            "at most, as each one's first step runs outside the other's work-items")
+    axes = len(space.axes) + len(splits)
+    for p in space.prefetch:
+        if _setting(variant, "prefetch", p.array) and len(p.over) < axes:
+            spans = f"{len(p.over)} loop{'s' * (len(p.over) > 1)} ({', '.join(p.over)})"
+            return "a prefetched tile spanning fewer loops than the local axes", (
+                f"prefetch.{p.array} spans {spans}, fewer than the work-group's {axes} "
+                "local axes: Loopy would leave work-items out of its fetch")
+    return None
+
+
+def _tile_bytes(variant: Mapping, space: Space) -> int:
+    """A floor on the local memory *variant*'s prefetched tiles take: one byte an element
+    (no type takes less), each tile as long as its loops' work (an axis: group ×
+    per_item; a tiled loop: its tile; any other loop: at least one), padding included."""
+    axes = {a.iname: int(variant[f"{a.iname}.group"]) * int(variant.get(
+        f"{a.iname}.per_item", 1)) for a in space.axes}
+    total = 0
+    for p in space.prefetch:
+        if not _setting(variant, "prefetch", p.array):
+            continue
+        sizes = [axes.get(o, int(_setting(variant, "tile", o))) for o in p.over]
+        sizes[-1] += int(_setting(variant, "pad", p.array))
+        total += math.prod(sizes)
+    return total
+
+
+def _unlaunchable(variant: Mapping, space: Space, max_group_size: int,
+                  local_mem_bytes: int | None,
+                  warp_size: int | None = None) -> tuple[str, str] | None:
+    """(kind, why) *variant* cannot run, from its parameters alone, or None; the kinds
+    are few texts (``launchable`` counts by them), the reasons name the parameters."""
+    items = _work_items(variant, space)
+    if items > max_group_size:
+        return f"a work-group of more than {max_group_size} work-items", (
+            f"a work-group of {items} work-items; the device runs at most {max_group_size}")
+    if warp_size is not None and items % warp_size:
+        return f"a work-group not a multiple of the warp ({warp_size} work-items)", (
+            f"a work-group of {items} work-items, not a multiple of the warp "
+            f"({warp_size})")
+    axes = len(space.axes) + len(_splits(variant, space))
+    if axes > 3:
+        return "more than 3 local axes (each split reduction takes one)", (
+            f"{axes} local axes (split reductions take one each); devices have 3")
+    found = _conflict_kind(variant, space) or _refused(variant, space)
+    if found is not None:
+        return found
+    if local_mem_bytes is not None:
+        floor = _tile_bytes(variant, space)
+        if floor > local_mem_bytes:
+            return f"prefetched tiles of more than {local_mem_bytes} bytes of local memory", (
+                f"prefetched tiles of at least {floor} bytes of local memory per "
+                f"work-group; the device has {local_mem_bytes}")
+    return None
+
+
+def launchable(space: Space, *, max_group_size: int, local_mem_bytes: int | None = None,
+               warp_size: int | None = None) -> tuple[list[dict], dict[str, int]]:
+    """(the variants of *space* that pass every check needing no kernel, in
+    ``space.variants()`` order; how many were left out, by kind of reason). The checks
+    are ``invalid``'s without a kernel, in its order: the work-group's work-items (a
+    split reduction's counted) against *max_group_size*; where *warp_size* is given,
+    that they are a multiple of it; at most 3 local axes; parameters that contradict
+    each other; what Loopy refuses whatever the kernel (two split reductions, a
+    prefetched tile spanning fewer loops than the local axes); and, with
+    *local_mem_bytes*, the prefetched tiles at one byte an element. Variants are
+    enumerated loop by loop, so a work-group already too large is counted, not made."""
+    params = list(space.parameters().items())
+    shaping = [i for i, (n, _) in enumerate(params)
+               if n.endswith(".group") or n.startswith("split.")]
+    kept: list[dict] = []
+    dropped: dict[str, int] = {}
+
+    def leave_out(kind: str, prefix: dict, depth: int) -> None:
+        count = _completions(space, params, prefix, depth)
+        if count:
+            dropped[kind] = dropped.get(kind, 0) + count
+
+    def visit(prefix: dict, depth: int, items: int) -> None:
+        if depth == len(params):
+            if not space.allows(prefix):
+                return
+            found = _unlaunchable(prefix, space, max_group_size, local_mem_bytes, warp_size)
+            if found is None:
+                kept.append(dict(prefix))
+            else:
+                dropped[found[0]] = dropped.get(found[0], 0) + 1
+            return
+        name, values = params[depth]
+        for value in values:
+            prefix[name] = value
+            grown = items * int(value) if depth in shaping else items
+            if grown > max_group_size:  # the work-items only grow: none of these runs
+                leave_out(f"a work-group of more than {max_group_size} work-items",
+                          prefix, depth + 1)
+            else:
+                visit(prefix, depth + 1, grown)
+            del prefix[name]
+
+    visit({}, 0, 1)
+    return kept, dropped
 
 
 def steps(variant: Mapping, space: Space) -> list[tuple[str, tuple, dict]]:
@@ -762,11 +1100,10 @@ def apply(knl, variant: Mapping, space: Space):
         function = _HELPERS.get(name) or getattr(lp, name)
         try:
             knl = function(knl, *args, **kwargs)
-        except lp.LoopyError as err:
-            raise InvalidVariant(f"Loopy cannot make it: {_first_line(err)}") from None
-        except (RuntimeError, TypeError, ValueError) as err:  # Loopy's footprint errors
-            raise InvalidVariant(f"Loopy cannot make it ({name}, {type(err).__name__}): "
-                                 f"{_first_line(err)}") from None
+        except (lp.LoopyError, RuntimeError, TypeError, ValueError) as err:
+            # RuntimeError, TypeError and ValueError: Loopy's footprint errors
+            raise InvalidVariant(_loopy_reason(err, variant, space, "make",
+                                               (name, args))) from None
     kernel = _entry(knl)
     for p in space.prefetch:
         temp = kernel.temporary_variables.get(f"{p.array}_fetch")
@@ -809,22 +1146,16 @@ def _uses_new(variant: Mapping) -> bool:
 
 def invalid(variant: Mapping, space: Space, *, max_group_size: int,
             local_mem_bytes: int | None = None, knl=None) -> str | None:
-    """Why *variant* cannot run on a device with these limits, or None. With *knl* (the
-    variant's kernel) its local memory is checked too, and a variant that tiles, splits
-    or prefetches is linearized: where Loopy cannot schedule or generate it, the reason
-    is Loopy's."""
-    why = _conflict(variant, space)
-    if why is not None:
-        return why
-    items = math.prod(int(variant[f"{a.iname}.group"]) for a in space.axes)
-    items *= math.prod(int(_setting(variant, "split", n)) for n, _ in space.split)
-    if items > max_group_size:
-        return (f"a work-group of {items} work-items; the device runs at most "
-                f"{max_group_size}")
-    axes = len(space.axes) + sum(int(_setting(variant, "split", n)) > 1
-                                 for n, _ in space.split)
-    if axes > 3:
-        return f"{axes} local axes (split reductions take one each); devices have 3"
+    """Why *variant* cannot run on a device with these limits, or None: first what its
+    parameters alone rule out (``launchable``'s checks but the warp; without *knl*, local
+    memory by the floor of its prefetched tiles). With *knl* (the variant's kernel) its
+    local memory is checked exactly, and a variant that tiles, splits or prefetches is
+    linearized: where Loopy cannot schedule or generate it, the reason names the
+    parameters Loopy refuses."""
+    found = _unlaunchable(variant, space, max_group_size,
+                          local_mem_bytes if knl is None else None)
+    if found is not None:
+        return found[1]
     if knl is None:
         return None
     import loopy as lp
@@ -841,7 +1172,7 @@ def invalid(variant: Mapping, space: Space, *, max_group_size: int,
             with contextlib.redirect_stdout(io.StringIO()):  # Loopy prints the kernel
                 pre_codegen_checks(linear)
         except lp.LoopyError as err:
-            return f"Loopy cannot generate it: {_first_line(err)}"
+            return _loopy_reason(err, variant, space, "generate")
         kernel = linear.default_entrypoint  # with the local memory of its reductions
     if local_mem_bytes is not None:
         local = [t for t in kernel.temporary_variables.values()
@@ -854,3 +1185,56 @@ def invalid(variant: Mapping, space: Space, *, max_group_size: int,
             return (f"{sum(sizes)} bytes of local memory per work-group; the device has "
                     f"{local_mem_bytes}")
     return None
+
+
+#: How much of an error text of Loopy's that kernelcast cannot name a reason for it keeps.
+_LOOPY_TEXT = 100
+
+
+def _loopy_reason(err: BaseException, variant: Mapping, space: Space, stage: str,
+                  step: tuple | None = None) -> str:
+    """Why Loopy refused to make (*stage* "make", at *step*, a (function, args) of
+    ``steps``) or generate *variant*, naming the parameters responsible; for a refusal
+    of a kind not known here, Loopy's first line, cut to _LOOPY_TEXT characters."""
+    text = _first_line(err)
+    function, args = step if step is not None else (None, ())
+    if "does not use all local hw axes" in text or re.search(r"local axis \d+ unused",
+                                                              text):
+        insn = re.search(r"instruction '([^']+)'", text)
+        fetched = [p for p in space.prefetch if _setting(variant, "prefetch", p.array)
+                   and (insn is None or insn.group(1).startswith(f"{p.array}_fetch"))]
+        if fetched:
+            return _idle_fetch(fetched[0], variant, space)
+        splits = _splits(variant, space)
+        if splits:
+            named = ", ".join(f"split.{n}={w}" for n, w in splits)
+            loops = " and ".join(n for n, _ in splits)
+            return (f"{named}: the kernel's other instructions do not run across the "
+                    f"work-items that share the reduction over {loops}; Loopy splits a "
+                    "reduction only where every instruction holds it")
+        return ("an instruction runs across fewer local axes than the work-group has, "
+                "which Loopy refuses")
+    if function == "add_prefetch" and "empty sequence" in text:
+        return (f"prefetch.{args[0]}: its tile is a single element (each loop it spans "
+                "has one work-item doing one task), which Loopy cannot fetch")
+    import loopy as lp
+
+    if len(text) > _LOOPY_TEXT:
+        text = text[:_LOOPY_TEXT - 1] + "…"
+    where = ("" if function is None or isinstance(err, lp.LoopyError)
+             else f" ({function}, {type(err).__name__})")
+    return f"Loopy cannot {stage} it{where}: {text}"
+
+
+def _idle_fetch(p: Prefetch, variant: Mapping, space: Space) -> str:
+    """Why Loopy leaves work-items out of the fetch of *p*'s tile."""
+    thin = [a.iname for a in space.axes if a.iname in p.over
+            and int(variant[f"{a.iname}.group"]) * int(variant.get(f"{a.iname}.per_item",
+                                                                   1)) == 1]
+    if thin:
+        named = ", ".join(f"{a}.group=1, {a}.per_item=1" for a in thin)
+        return (f"prefetch.{p.array} with {named}: the tile is one element along "
+                f"{' and '.join(thin)}, so Loopy cannot spread its fetch over every local "
+                "axis of the work-group")
+    return (f"prefetch.{p.array}: Loopy cannot spread the fetch of its tile over every "
+            "local axis of the work-group")

@@ -1,12 +1,13 @@
-"""Rank the variants of a kernel with a model, then measure the best few.
+"""Rank the variants of a kernel with a model, then measure few of them.
 
 ``rank`` makes every variant of a space (kernelcast.tune.space), skips those that cannot
-run on the device (with the reason), counts the properties of the others and predicts
-each with a model; ``tune`` measures the top K of that ranking through a measurement
-campaign (kernelcast.measure.campaign: resumable, one row per variant with its status)
-and reports the fastest measured. Measured variants are stored as
-``FAMILY/parameter=value,...`` (``space.variant_key``), so a resumed run measures nothing
-twice.
+run on the device ranked for (with the reason), counts the properties of the others and
+predicts each with a model; ``tune`` measures, through measurement campaigns
+(kernelcast.measure.campaign: resumable, one row per variant with its status), either
+the top K of that ranking or the variants a search guided by the model picks batch by
+batch (kernelcast.tune.guided), and reports the fastest measured. Measured variants are
+stored as ``FAMILY/parameter=value,...`` (``space.variant_key``), so a resumed run
+measures nothing twice.
 
 With a Dask client (kernelcast.tune.distributed), ``rank`` and ``tune`` spread the
 ranking and the measuring over its workers, with the same result.
@@ -17,6 +18,7 @@ Public names: Ranked, TuneResult, rank, tune.
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from kernelcast.tune.space import (
     check_space,
     check_work,
     invalid,
+    launchable,
     variant_key,
 )
 
@@ -46,12 +49,16 @@ class Ranked:
 @dataclass
 class TuneResult:
     """The ranking (valid variants, best predicted first), the skipped variants, and the
-    measured times of the top K by store name (None where the run gave no time)."""
+    measured times by store name (None where the run gave no time), in the order
+    measured (those a store held before first)."""
 
     ranked: list[Ranked]
     skipped: list[Ranked]
     measured: dict[str, float | None] = field(default_factory=dict)
     statuses: dict[str, str] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # store names, in the order measured
+    stopped: str | None = None  # why a guided search stopped (kernelcast.tune.guided.STOPS)
+    left_out: dict[str, int] = field(default_factory=dict)  # not made: reason -> count
 
     @property
     def best(self) -> tuple[str, float] | None:
@@ -67,10 +74,14 @@ def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size:
          local_mem_bytes: int | None = None,
          properties: Callable | None = None,
          progress: Callable[[int, int], None] | None = None,
-         client=None, chunk_size: int | None = None) -> tuple[list[Ranked], list[Ranked]]:
+         client=None, chunk_size: int | None = None,
+         left_out: dict[str, int] | None = None) -> tuple[list[Ranked], list[Ranked]]:
     """(ranked, skipped): every variant of *space* predicted by *model* at *params*, best
     first, and those that cannot run or be predicted, each with its reason. *properties*
     counts a kernel's properties (default: kernelcast.properties.extract_properties).
+    With *left_out* (a dict), variants that cannot launch whatever their kernel
+    (kernelcast.tune.space.launchable: a work-group too large, ...) are not made at all:
+    *left_out* gets their count by reason, and they are in neither list.
 
     With *client* (a Dask client, kernelcast.tune.distributed.cluster) the variants are
     made, checked, counted and predicted on its workers, in chunks of *chunk_size*
@@ -80,7 +91,13 @@ def rank(knl, params: Mapping[str, int], space: Space, model, *, max_group_size:
     share) are sent to the workers, so they must pickle; warnings the workers give are
     given again here. *progress(done, total)* follows the variants (with a client, as
     chunks complete)."""
-    variants = list(space.variants())
+    if left_out is None:
+        variants = list(space.variants())
+    else:
+        variants, pruned = launchable(space, max_group_size=max_group_size,
+                                      local_mem_bytes=local_mem_bytes)
+        for reason, count in pruned.items():
+            left_out[reason] = left_out.get(reason, 0) + count
     total = len(variants)
     shared = {"knl": knl, "space": space, "model": model, "params": dict(params),
               "limits": (max_group_size, local_mem_bytes)}
@@ -157,35 +174,80 @@ def _rank_chunk(variants, *, knl, space, model, params, limits, properties) -> l
 
 
 def tune(build: Callable, params: Mapping[str, int], space: Space, model, backend, store,
-         *, family: str, top: int = 5, properties: Callable | None = None,
-         progress=None, rank_progress: Callable[[int, int], None] | None = None,
+         *, family: str, top: int = 5, budget: int | None = None,
+         seconds: float | None = None, settings=None, limits=None,
+         properties: Callable | None = None, progress=None,
+         rank_progress: Callable[[int, int], None] | None = None,
+         on_batch: Callable[[dict], None] | None = None,
          client=None, wait: float = 0.0, per_device: bool = False,
          lock: Callable[[], object] | None = None) -> TuneResult:
-    """Rank *space*'s variants of the kernel *build()* makes, and measure the *top* best
-    on *backend* into *store*; see the module docstring. *rank_progress(done, total)*
-    follows the ranking, *progress* the measuring campaign. *lock()*, where given, takes
-    the device's lock (kernelcast.measure.lock.DeviceLock) once the ranking is done, for
-    a *backend* that holds none (make_backend(..., locked=False)): it becomes
-    *backend*'s, released when *backend* is closed, so that ranking (minutes of counting
-    on this host's cores) keeps no other campaign off the device.
+    """Rank *space*'s variants of the kernel *build()* makes, and measure on *backend*
+    into *store*: the *top* best predicted, or, with *budget* (measurements) or *seconds*
+    (of measuring), a search guided by the model and corrected by what it measures
+    (kernelcast.tune.guided, in batches of *settings*' size). Variants *store* holds for
+    these sizes count as measured and are never measured again. *limits*
+    (kernelcast.tune.limits.Limits, default: *backend*'s device's) bound the variants
+    ranked. *rank_progress(done, total)* follows the ranking, *progress* the measuring
+    campaigns, *on_batch(measured)* the guided search. *lock()*, where given, takes the
+    device's lock (kernelcast.measure.lock.DeviceLock) once the ranking is done, for a
+    *backend* that holds none (make_backend(..., locked=False)): it becomes *backend*'s,
+    released when *backend* is closed, so that ranking (minutes of counting on this
+    host's cores) keeps no other campaign off the device.
 
     With *client* (a Dask client) both are spread over its workers (``rank``,
     kernelcast.tune.distributed.measure): the workers get the kernel *build()* made here,
     never *build* itself; *backend* is then only this process's hold on the device (its
     lock) and the store's identity, and *wait* how long a worker elsewhere waits for its
     device's lock; with *per_device*, each worker measures on a device of its own."""
-    from kernelcast.measure.campaign import Job, run_campaign
+    from kernelcast.tune.limits import of_device
 
-    info = backend.device
+    limits = limits or of_device(backend.device)
     knl = build()
     check_space(space, knl)
     check_work(knl, params)
+    left_out: dict[str, int] = {}
     ranked, skipped = rank(knl, params, space, model,
-                           max_group_size=info.max_group_size,
-                           local_mem_bytes=info.local_mem_bytes, properties=properties,
-                           progress=rank_progress, client=client)
+                           max_group_size=limits.max_group_size,
+                           local_mem_bytes=limits.local_mem_bytes, properties=properties,
+                           progress=rank_progress, client=client, left_out=left_out)
+    result = TuneResult(ranked, skipped, left_out=left_out)
+    if lock is not None and ranked:
+        backend.lock = lock()
+    measure = functools.partial(_measure, build=build, knl=knl, params=params, space=space,
+                                backend=backend, store=store, family=family,
+                                client=client, wait=wait, per_device=per_device,
+                                progress=progress, result=result)
+    if budget is None and seconds is None:
+        measure(ranked[:top])
+        return result
+    from kernelcast.tune.guided import SETTINGS, Candidate, Settings, search
+
+    settings = settings or SETTINGS
+    by_key = {r.key: r for r in ranked}
+    before = _stored(store, family, params, set(by_key))
+    for key in before:
+        result.statuses[f"{family}/{key}"] = "stored"
+    deadline = None if seconds is None else time.monotonic() + seconds
+    candidates = [Candidate(r.key, r.variant, r.predicted_s) for r in ranked]
+    _, result.stopped = search(
+        candidates, lambda batch: measure([by_key[c.key] for c in batch]),
+        settings=Settings(settings.batch, budget), measured=before,
+        noise=lambda: _noise(store, family, params),
+        until=None if deadline is None else (lambda: time.monotonic() >= deadline),
+        on_batch=on_batch)
+    for key, seconds_ in before.items():
+        result.measured[f"{family}/{key}"] = seconds_
+        result.order.insert(0, f"{family}/{key}")
+    return result
+
+
+def _measure(chosen: list[Ranked], *, build, knl, params, space, backend, store, family,
+             client, wait, per_device, progress, result: TuneResult) -> dict[str, float | None]:
+    """Measure *chosen* into *store* and *result*; {key: seconds or None}."""
+    from kernelcast.measure.campaign import Job, run_campaign
+
     jobs = []
-    for r in ranked[:top]:
+    for r in chosen:
         name = f"{family}/{r.key}"
         if client is None:
             make = (lambda v=r.variant: apply(build(), v, space))
@@ -193,8 +255,6 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
             make = functools.partial(apply, knl, r.variant, space)
         jobs.append(Job(name, name, make, dict(params)))
     options = {} if progress is None else {"progress": progress}
-    if lock is not None and jobs:
-        backend.lock = lock()
     if client is None:
         run_campaign(jobs, backend, store, verify=False, **options)
     else:
@@ -202,11 +262,38 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
 
         measure(client, jobs, backend, store, verify=False, wait=wait,
                 per_device=per_device, **options)
-    result = TuneResult(ranked, skipped)
-    rows = {row["case_name"]: row for row in store.rows()}
-    for job in jobs:
+    rows = _rows(store, params)
+    out = {}
+    for r, job in zip(chosen, jobs, strict=True):
         row = rows.get(job.name)
         result.statuses[job.name] = row["status"] if row else "missing"
-        result.measured[job.name] = (row["min_s"] if row and row["status"] in
-                                     ("ok", "unstable") else None)
-    return result
+        result.measured[job.name] = out[r.key] = (
+            row["min_s"] if row and row["status"] in ("ok", "unstable") else None)
+        result.order.append(job.name)
+    return out
+
+
+def _rows(store, params: Mapping[str, int]) -> dict[str, dict]:
+    """The store's rows at these sizes, by case name."""
+    wanted = {k: int(v) for k, v in params.items()}
+    return {row["case_name"]: row for row in store.rows() if row["params"] == wanted}
+
+
+def _stored(store, family: str, params, keys: set[str]) -> dict[str, float | None]:
+    """{key: seconds or None} of the variants *store* holds for *family* at *params*."""
+    out = {}
+    for name, row in _rows(store, params).items():
+        fam, _, key = name.partition("/")
+        if fam == family and key in keys:
+            out[key] = row["min_s"] if row["status"] in ("ok", "unstable") else None
+    return out
+
+
+def _noise(store, family: str, params) -> float:
+    """The run-to-run spread of this family's timed variants: the median over them of
+    their median run over their fastest, less 1."""
+    import statistics
+
+    spreads = [row["median_s"] / row["min_s"] - 1 for name, row in _rows(store, params).items()
+               if name.partition("/")[0] == family and row["min_s"] and row["median_s"]]
+    return statistics.median(spreads) if spreads else 0.0

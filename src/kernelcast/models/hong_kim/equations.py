@@ -56,13 +56,16 @@ class Workload:
             raise ParameterError(f"a launch of {self.blocks} blocks of "
                                   f"{self.threads_per_block} threads exceeds the 2^64 "
                                   "work-items any GPU API can launch")
-        counts = (self.comp_insts, self.coal_mem_insts, self.uncoal_mem_insts,
-                  self.synch_insts)
-        if not (all(0 <= c < math.inf for c in counts) and 1 <= self.uncoal_per_mw < math.inf
-                and 0 < self.load_bytes_per_warp < math.inf):
-            raise KernelcastError(f"instruction counts must be finite and non-negative, "
-                                  f"uncoal_per_mw at least 1 and load_bytes_per_warp "
-                                  f"positive: {self}")
+        counts = ("comp_insts", "coal_mem_insts", "uncoal_mem_insts", "synch_insts")
+        bad = [n for n in counts if not 0 <= getattr(self, n) < math.inf]
+        bad += [] if 1 <= self.uncoal_per_mw < math.inf else ["uncoal_per_mw"]
+        bad += [] if 0 < self.load_bytes_per_warp < math.inf else ["load_bytes_per_warp"]
+        if bad:
+            at = ", ".join(f"{n}={getattr(self, n):.4g}" for n in bad)
+            raise KernelcastError(f"a launch with {at} cannot be estimated: instruction "
+                                  "counts per thread must be finite and non-negative, "
+                                  "uncoal_per_mw at least 1 and load_bytes_per_warp "
+                                  "positive")
 
 
 @dataclass(frozen=True)
