@@ -2029,20 +2029,23 @@ def _criteria_judged() -> list[str]:
 
 def section_several_gpus() -> list[str]:
     out = ["## Several GPUs of one host", ""]
-    path = DATA / "h100x2" / "multi-device.json"
-    if not path.exists():
-        return out + ["*Not generated: no data/h100x2/multi-device.json.*"]
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    starts = ", ".join(f"{k} from {v['started'][11:16]} UTC" for k, v in doc["runs"].items())
-    out += [f"`benchmarks/multi_device.py` on {doc['machine']}, 2026-11-25 (runs "
-            f"{starts}; `{rel(path)}`, {file_commit(path)}). Every run is one worker process "
-            "per GPU "
-            "(`kernelcast.tune.distributed`, `--devices N`), each pinned to its GPU and "
-            "holding its lock; 1 GPU means a cluster of one such worker. No 4-GPU machine "
-            "was lent (the `nvidia-h100-x4` kind was not offered), so there is no 4-GPU "
-            "row. Caches: whether the GPU code of the run's cases was already compiled on "
-            "the machine (cupy's and Loopy's caches) — compare runs with the same.", ""]
-    recs = doc["records"]
+    machines = [(name, DATA / name / "multi-device.json") for name in ("h100x2", "h100x4")]
+    machines = [(name, path) for name, path in machines if path.exists()]
+    if not machines:
+        return out + ["*Not generated: no data/h100x2/ or data/h100x4/multi-device.json.*"]
+    docs = {name: json.loads(path.read_text(encoding="utf-8")) for name, path in machines}
+    for name, path in machines:
+        doc = docs[name]
+        starts = ", ".join(f"{k} from {v['started'][:10]} {v['started'][11:16]} UTC"
+                           for k, v in doc["runs"].items())
+        out += [f"`benchmarks/multi_device.py` on {doc['machine']} (runs {starts}; "
+                f"`{rel(path)}`, {file_commit(path)})."]
+    out += ["", "Every run is one worker process per GPU (`kernelcast.tune.distributed`, "
+            "`--devices N`), each pinned to its GPU and holding its lock; 1 GPU means a "
+            "cluster of one such worker. Caches: whether the GPU code of the run's cases "
+            "was already compiled on the machine (cupy's and Loopy's caches) — compare "
+            "runs with the same.", ""]
+    recs = [r for doc in docs.values() for r in doc["records"]]
 
     def base(r):  # the 1-GPU run with the same work and caches, else None
         return next((b for b in recs if len(b["devices"]) == 1 and b["what"] == r["what"]
@@ -2060,18 +2063,19 @@ def section_several_gpus() -> list[str]:
         steady = (f"{rate / b['rows_per_s_after_first']:.2f}×" if b and rate
                   and b.get("rows_per_s_after_first") else "")
         rows.append([r["run"], f"{r['family']} ({r['cases']} variants)", str(n),
-                     f"{r['measure_s']:.1f} s",
+                     r["caches"], f"{r['measure_s']:.1f} s",
                      "" if r.get("first_row_s") is None else f"{r['first_row_s']:.1f} s",
                      "" if rate is None else f"{rate:.1f}", speed, steady,
                      ", ".join(str(v) for _, v in sorted(r["rows_per_device"].items()))])
     out += ["**Every valid variant of one tuning family** (`kernelcast.tune.families`, "
-            "CUDA, caches warm), measured into a new store: wall time from the cluster "
-            "being up to the last row stored; the first row's arrival (each worker imports "
-            "Loopy and starts its CUDA process: a fixed cost more GPUs do not shorten); "
-            "rows a second after the first; speed-ups over 1 GPU in the same run.", "",
-            table(["run", "family", "GPUs", "wall", "first row", "rows/s after",
+            "CUDA), measured into a new store: wall time from the cluster being up to the "
+            "last row stored; the first row's arrival (each worker imports Loopy and starts "
+            "its CUDA process: a fixed cost more GPUs do not shorten); rows a second after "
+            "the first; speed-ups over 1 GPU in the same run with the same caches (none "
+            "where the 1-GPU run was the cold one).", "",
+            table(["run", "family", "GPUs", "caches", "wall", "first row", "rows/s after",
                    "speed-up (wall)", "speed-up (rows/s)", "rows per GPU"], rows,
-                  ["l", "l", "r", "r", "r", "r", "r", "r", "r"]), ""]
+                  ["l", "l", "r", "l", "r", "r", "r", "r", "r", "r"]), ""]
     rows = []
     for r in recs:
         if r["what"] != "calibrate":
