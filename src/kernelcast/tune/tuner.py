@@ -237,7 +237,7 @@ def tune(build: Callable, params: Mapping[str, int], space: Space, model, backen
         on_batch=on_batch)
     for key, seconds_ in before.items():
         result.measured[f"{family}/{key}"] = seconds_
-        result.order.insert(0, f"{family}/{key}")
+    result.order = [f"{family}/{key}" for key in before] + result.order
     return result
 
 
