@@ -196,7 +196,8 @@ def test_tune_with_two_workers_end_to_end(files, capsys):
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     assert "on 2 local worker processes" in captured.err
-    assert doc["space"] == {"variants": 8, "valid": 8, "skipped": 0, "skipped_reasons": {}}
+    assert doc["space"] == {"variants": 8, "valid": 8, "skipped": 0, "skipped_reasons": {},
+                            "thinned": []}
     assert [r["status"] in ("ok", "unstable") for r in doc["top"]] == [True, True]
     rows = read_measurements(files / "tune.sqlite")
     assert len(rows) == 2

@@ -70,8 +70,9 @@ def _counted(space, limit: int, where: str, limits) -> int:
         raise UsageError(f"{where} has no variant that can launch ({limits.describe()})")
     if count > limit:
         raise UsageError(
-            f"{where} has {count:,} variants that can launch, more than --max-variants "
-            f"{limit:,}: ranking them would take about {_duration(count * RANK_SECONDS)} "
+            f"{where} has {count:,} variants, more than --max-variants {limit:,} "
+            f"(counting those that can launch): ranking them would take about "
+            f"{_duration(count * RANK_SECONDS)} "
             f"in one process ({RANK_SECONDS * 1000:.0f} ms a variant from a cold cache, "
             f"data/ranking-speed.json); narrow the space, or pass --max-variants {count} "
             "to rank them all")
