@@ -2294,10 +2294,10 @@ def _methodology_figure(doc: dict, path: Path) -> None:
         ax.tick_params(labelsize=6)
     for j in range(len(families), rows * cols):
         axes[j // cols][j % cols].axis("off")
-    fig.legend(loc="lower right", fontsize=6, ncol=2)
+    fig.legend(loc="lower center", fontsize=7, ncol=4)
     fig.suptitle("Search strategies on spaces measured exhaustively on an H100 "
                  "(benchmarks/tuning_methodology.py)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
