@@ -231,8 +231,8 @@ _CHECKS = {  # name: (test, what it should be)
                     "a non-negative number"),
     "boolean": (lambda v: isinstance(v, bool), "true or false"),
     "strings": (_strings, "a list of strings"),
-    "limits": (_limits, "an object of max_group_size (a positive integer), local_mem_bytes "
-               "and warp_size (positive integers or null) and source (a string)"),
+    "limits": (_limits, "one with a positive integer max_group_size, local_mem_bytes and "
+               "warp_size positive integers or null, and a string source"),
     "string or null": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "sizes": (lambda v: isinstance(v, list) and bool(v)
               and all(_is_int(i) and i >= 1 for i in v),
