@@ -416,15 +416,19 @@ void k(__global volatile double *restrict d, __constant int *c, const unsigned l
 K = "__kernel void k(__global float *a, int n) {\n%s\n}\n"
 ERRORS = [
     (K % "float4 v = 0;", "k.cl:2:1: vector types are not supported"),
-    (K % "int i = 0; while (i < n) { i++; }", "k.cl:2:12: while loops are not supported"),
-    (K % "do { } while (1);", "k.cl:2:1: do loops are not supported"),
+    (K % "int i = 0; while (i < n) { i++; }",
+     "k.cl:2:12: the trip count of the while loop depends on the argument 'n', which was "
+     "not given (give its value: --arg n=VALUE)"),
+    (K % "do { } while (1);",
+     "k.cl:2:1: the while loop runs more than 4096 passes at one work-item (or never ends)"),
     (K % "switch (n) { }", "k.cl:2:1: switch statements are not supported"),
     (K % "break;", "k.cl:2:1: break is not supported"),
     (K % "a[0] = foo(1.0f);", "k.cl:2:8: unknown function 'foo'"),
     (K % "a[0] = q;", "k.cl:2:8: undeclared name 'q'"),
     (K % "int x = 1\nint y = 2;", "k.cl:3:1: expected ';', got 'int'"),
     (K % "for (int i = 0; i < n; i++) { a[i] = 0; }",
-     "k.cl:2:21: loop trip count is not a constant"),
+     "k.cl:2:1: the trip count of the loop over 'i' depends on the argument 'n', which "
+     "was not given (give its value: --arg n=VALUE)"),
     (K % "const int c = 3; c = 4;", "k.cl:2:18: cannot assign to const 'c'"),
     (K % "int x = get_global_id(n);",
      "k.cl:2:23: the argument of get_global_id must be a constant 0, 1 or 2"),

@@ -16,8 +16,18 @@ folder that cannot be written).
 Format 1 (kernelcast 0.1 before the model interface: the paper's model, or the extended
 model under the name "kernelcast") still loads.
 
-Public names: PROFILE_FORMAT, save_profile, load_profile, profile_document,
-check_profile_path.
+``find_profiles`` finds the profiles of a model by the name of their device, where
+calibrate writes them (kernelcast-data/, calibrate's default) and among the committed ones
+(data/profiles/ of the current folder, and of the source checkout kernelcast runs from):
+files named ``<device>-<backend>[-<instance>]-<model>.json`` whose model is that model and
+whose device is named like the name asked for.
+
+``same_profile`` tells whether a file holds a model's profile but for the time it was
+written (a refit that changed nothing need not replace it).
+
+Public names: PROFILE_FORMAT, PROFILE_FOLDERS, save_profile, load_profile,
+profile_document, same_profile, check_profile_path, profile_folders, find_profiles,
+named_like.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import errno
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -38,6 +49,12 @@ from kernelcast.version import __version__
 
 PROFILE_FORMAT = 2
 _HEADER = ("device", "driver", "backend")
+#: where find_profiles looks, in this order (relative to the current folder): the folder
+#: calibrate writes to and the committed profiles
+PROFILE_FOLDERS = ("kernelcast-data", "data/profiles")
+#: the committed profiles of the source checkout kernelcast runs from (an editable
+#: install); not there in an installed wheel
+_CHECKOUT_PROFILES = Path(__file__).resolve().parents[2] / "data" / "profiles"
 
 
 def _jsonable(value):
@@ -130,16 +147,7 @@ def save_profile(model, path) -> Path:
     so a failed write (a full disk) leaves any earlier profile as it was."""
     model.check_fitted()
     path = check_profile_path(path)
-    store = model.provenance_.get("store", "")
-    if store:
-        store = os.path.relpath(Path(store).resolve(), path.parent.resolve())
-    doc = profile_document(model, store)
-    for key in _PATH_PARAMS:  # files the model read, relative to the profile like the store
-        value = doc["params"].get(key)
-        if isinstance(value, str) and _is_file_path(value):
-            doc["params"][key] = os.path.relpath(Path(value).resolve(),
-                                                 path.parent.resolve())
-    text = json.dumps(doc, indent=1) + "\n"
+    text = json.dumps(_document_at(model, path), indent=1) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp",
@@ -160,6 +168,37 @@ def save_profile(model, path) -> Path:
     return path
 
 
+def _document_at(model, path: Path) -> dict:
+    """The document save_profile writes for *model* at *path*: the store's path and those
+    of the files the model read relative to the profile's folder."""
+    store = model.provenance_.get("store", "")
+    if store:
+        store = os.path.relpath(Path(store).resolve(), path.parent.resolve())
+    doc = profile_document(model, store)
+    for key in _PATH_PARAMS:  # files the model read, relative to the profile like the store
+        value = doc["params"].get(key)
+        if isinstance(value, str) and _is_file_path(value):
+            doc["params"][key] = os.path.relpath(Path(value).resolve(),
+                                                 path.parent.resolve())
+    return doc
+
+
+def same_profile(model, path) -> bool:
+    """Whether the file at *path* holds what save_profile would write there for fitted
+    *model* but for the time it was written (created_at): the same fit, so a refit need
+    not replace it. False where there is no such file, it is not a regular file (never
+    opened: a FIFO would block) or it is not JSON."""
+    model.check_fitted()
+    path = Path(path)
+    try:
+        before = json.loads(read_regular_file(path, "profile", ProfileError) or b"")
+    except (KernelcastError, ValueError, RecursionError):  # also UnicodeDecodeError
+        return False
+    after = json.loads(json.dumps(_document_at(model, path)))  # tuples as lists
+    return isinstance(before, dict) and {**before, "created_at": None} == {
+        **after, "created_at": None}
+
+
 def load_profile(path):
     """The fitted model a profile written by ``save_profile`` (or format 1) holds; the
     store's path comes back relative to the current folder. Whatever is wrong with the
@@ -178,6 +217,72 @@ def load_profile(path):
         return _model(_from_format_1(doc) if version == 1 else doc, path)
     except KernelcastError as err:
         raise ProfileError(f"{path}: {err}") from None
+
+
+# {{{ finding a device's profile
+
+def profile_folders() -> list[Path]:
+    """The folders find_profiles looks in, in order: PROFILE_FOLDERS of the current
+    folder, then data/profiles/ of the source checkout kernelcast runs from where that is
+    another folder (so a checkout's committed profiles are found from anywhere)."""
+    folders = [Path(f) for f in PROFILE_FOLDERS]
+    seen = {f.resolve() for f in folders}
+    if _CHECKOUT_PROFILES.is_dir() and _CHECKOUT_PROFILES not in seen:
+        folders.append(_CHECKOUT_PROFILES)
+    return folders
+
+
+def _slugged(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def named_like(device: str, name: str) -> bool:
+    """Whether *device* (what a user typed: "h100", "NVIDIA H200", "xeon") names the
+    device *name*: a part of it, ignoring case, or of its slug (as the profiles' file names
+    spell it: "h100-80gb")."""
+    device = device.strip()
+    if not device:
+        return False
+    return device.lower() in name.lower() or (
+        bool(_slugged(device)) and _slugged(device) in _slugged(name))
+
+
+def find_profiles(model: str, device: str | None = None,
+                  backend: str | None = None) -> list[tuple[Path, dict]]:
+    """(path, document) of every profile of *model* in profile_folders(), in their order
+    and by file name within each: files ``*-<model>.json`` whose "model" is *model*,
+    whose device is named like *device* (a part of its name, ignoring case, or of its
+    slug; None: any) and, given *backend*, whose backend is that. Files that cannot be read
+    as a JSON object (a FIFO among them) are passed over; a profile found is not
+    validated (load_profile does that)."""
+    from kernelcast.frontends.files import read_json_file
+
+    found, seen = [], set()
+    for folder in profile_folders():
+        try:
+            paths = sorted(folder.glob(f"*-{model}.json"))
+        except OSError:
+            continue
+        for path in paths:
+            real = path.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                doc = read_json_file(path, "profile")
+            except KernelcastError:
+                continue
+            if not (isinstance(doc, dict) and doc.get("model") == model
+                    and isinstance(doc.get("device"), str)):
+                continue
+            if device is not None and not named_like(device, doc["device"]):
+                continue
+            if backend is not None and doc.get("backend") != backend:
+                continue
+            found.append((path, doc))
+    return found
+
+# }}}
 
 
 # {{{ validation

@@ -9,8 +9,12 @@ a model to what a store already holds. ``evaluate`` measures the test suite that
 to a profile's suite on the profile's device when it is present (else uses what the
 store holds) and returns Table 1 of each model asked for on the same cases.
 
+``fit_committed_profile`` fits a model to a committed xz-packed store (data/<gpu>/
+NAME.sqlite.xz) and writes its profile, leaving one that holds the same fit as it is
+(scripts/fit_profiles.sh).
+
 Public names: default_paths, default_model, calibrate, calibrate_devices, fit_store,
-evaluate, device_available, test_suite_of.
+fit_committed_profile, evaluate, device_available, test_suite_of.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kernelcast.evaluation.tables import table1
 from kernelcast.fitting.dataset import PropertyCache, load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import get_model, model_class, model_names
-from kernelcast.profile import check_profile_path, save_profile
+from kernelcast.profile import check_profile_path, same_profile, save_profile
 from kernelcast.tune import limits
 
 
@@ -74,6 +78,40 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
     with Store(store_path) as store:
         dataset = load_dataset(store, fitted.fit_suites(suite), suite=suite, cache=cache)
     return fitted.fit(dataset)
+
+
+def fit_committed_profile(packed, folder, model: str, name: str | None = None,
+                          **params) -> tuple[Path, bool]:
+    """Fit *model* (*params*: its keyword arguments) to the xz-packed store *packed*
+    (data/<gpu>/NAME.sqlite.xz, unpacked to a temporary file for the fit) from the suites
+    it is fitted from with the measurement suite the store was measured for (its CPU sizes,
+    measurement-cpu, where every row is of a "-cpu" suite), and write its profile into
+    *folder* as ``<device>-<backend>-<name or model>.json`` (default_paths' naming); the
+    profile names *packed* as its store. A profile already there that holds the same fit
+    (every field but created_at) is left as it is, so a refit of the same measurements gives
+    the identical file. Returns (profile path, whether it was written)."""
+    import lzma
+    import tempfile
+
+    packed = Path(packed)
+    with tempfile.TemporaryDirectory(prefix="kernelcast-") as temp:
+        store = Path(temp) / packed.name.removesuffix(".xz")
+        try:
+            with lzma.open(packed) as unpacked:
+                store.write_bytes(unpacked.read())
+        except (OSError, lzma.LZMAError) as err:
+            raise KernelcastError(f"cannot unpack the store {packed}: {err}") from None
+        with Store(store) as opened:
+            suites = {row["suite"] for row in opened.rows()}
+        cpu = bool(suites) and all(s.endswith("-cpu") for s in suites)
+        fitted = fit_store(store, model, "measurement-cpu" if cpu else "measurement",
+                           **params)
+    fitted.provenance_["store"] = str(packed)
+    prov = fitted.provenance_
+    path = default_paths(prov["device"], prov["backend"], name or model, root=folder)[1]
+    if path.is_file() and same_profile(fitted, path):
+        return path, False
+    return save_profile(fitted, path), True
 
 
 def calibrate(device=None, backend: str = "opencl", db=None,

@@ -79,7 +79,9 @@ def _kernel_args(p, opencl=False):
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE",
                    help="typical values of what depends on data: a loop bound read from "
                         "data (rowlen=12.5) or the fraction of executions of an "
-                        "instruction guarded by data (insn_id=0.3)")
+                        "instruction guarded by data (insn_id=0.3); for a .cl kernel, "
+                        "keyed by source line: the probability that the if there is "
+                        "taken, or the mean trip count of the loop there (12=0.3)")
 
 
 def _p(p, extra=""):
@@ -232,12 +234,27 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p, fitted, "a fitted profile (any model; a .cl file is predicted by "
                            "poppl-herz from its counts, by the others from its paper "
                            "properties)")
+    p.add_argument("--device", metavar="NAME",
+                   help="instead of --profile, a part of the device's name (h100, 'NVIDIA "
+                        "H200', xeon): the profile of --model for that device, found in "
+                        "kernelcast-data/ or data/profiles/ (docs/cli.md)")
     p.add_argument("--global-size", nargs="+", type=positive_int, metavar="N",
                    help="a .cl kernel's global work size, one number per dimension")
     p.add_argument("--local-size", nargs="+", type=positive_int, metavar="N",
                    help="a .cl kernel's work-group size, one number per dimension "
                         "(default: 1 in each)")
     p.add_argument("--kernel-name", help="the kernel of a .cl file that has several")
+    p.add_argument("--build-options", metavar="OPTIONS",
+                   help="a .cl file's OpenCL build options, e.g. \"-D TILE=16 -D USE_DOUBLE\" "
+                        "(-D NAME[=VALUE] defines a macro; other options are ignored; a "
+                        "single option without a space: --build-options=-DTILE=16)")
+    p.add_argument("--arg", nargs="+", action="extend", metavar="NAME=VALUE",
+                   help="a .cl kernel's scalar arguments (int n, float alpha), e.g. --arg "
+                        "n=4096 alpha=1.5; a loop bound or branch that needs one not given "
+                        "is an error")
+    p.add_argument("--array", nargs="+", action="extend", metavar="NAME=ELEMENTS",
+                   help="a .cl kernel's array lengths in elements, for the fitted models' "
+                        "data volume (default: the highest element its indices reach)")
     p.add_argument("--bytes-in", type=positive_int, metavar="B",
                    help="poppl-herz: a .cl kernel's bytes copied to the device (default: "
                         "one element per work-item of each global array it reads)")

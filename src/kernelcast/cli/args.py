@@ -2,8 +2,8 @@
 argparse types for counts and tolerances. Every problem is a one-line UsageError (or
 argparse's usage error) that quotes the argument as given.
 
-Public names: pairs, integer, sizes, statistics, positive_int, run_count,
-nonnegative_float.
+Public names: pairs, integer, sizes, statistics, scalar_arguments, line_statistics,
+array_sizes, positive_int, run_count, nonnegative_float.
 """
 
 from __future__ import annotations
@@ -74,6 +74,39 @@ def sizes(items) -> dict:
 
 def statistics(items) -> dict:
     return pairs(items, _statistic, "--stat")
+
+
+def _scalar(text: str):
+    text = text.strip()
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    return _statistic(text)
+
+
+def scalar_arguments(items) -> dict:
+    """--arg NAME=VALUE: a .cl kernel's scalar arguments, integers or numbers."""
+    return pairs(items, _scalar, "--arg")
+
+
+def array_sizes(items) -> dict:
+    """--array NAME=ELEMENTS: a .cl kernel's array lengths, in elements."""
+    out = pairs(items, integer, "--array")
+    for name, n in out.items():
+        if n < 1:
+            raise UsageError(f"--array {name}={n}: an array has at least one element")
+    return out
+
+
+def line_statistics(items) -> dict:
+    """--stat LINE=VALUE for a .cl kernel: {line: value} of its data-dependent branches
+    (the probability taken) and loops (the mean trip count)."""
+    out = {}
+    for name, value in statistics(items).items():
+        if not name.isdigit() or int(name) < 1:
+            raise UsageError(f"--stat {name}={value:g}: a .cl kernel's statistics are "
+                             "keyed by the source line of the if or for (LINE=VALUE)")
+        out[int(name)] = value
+    return out
 
 
 def positive_int(text: str) -> int:

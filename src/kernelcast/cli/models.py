@@ -7,7 +7,7 @@ import sys
 import time
 
 from kernelcast.cli.args import sizes
-from kernelcast.errors import UsageError
+from kernelcast.errors import KernelcastError, UsageError
 from kernelcast.cli.measuring import model_params
 
 
@@ -16,17 +16,28 @@ HARDWARE_MODELS = ("hong-kim", "hong-kim-facts")
 
 
 def _model(args):
-    """The model of ``--profile``, or one made from ``--model`` (and ``--hardware``)."""
+    """The model of ``--profile`` (predict: or of the profile of ``--model`` that
+    ``--device`` names, which becomes ``args.profile``), or one made from ``--model`` (and
+    ``--hardware``)."""
     from kernelcast.models import HongKimModel, get_model
-    from kernelcast.profile import load_profile
+    from kernelcast.profile import load_profile, named_like
 
     per_thread = getattr(args, "registers_per_thread", None)
     if per_thread is not None and "hong-kim" not in (args.model, None):
         raise UsageError("--registers-per-thread is for the hong-kim model")
+    device = getattr(args, "device", None) if args.command == "predict" else None
+    if device is not None and not args.profile:
+        opencl = str(getattr(args, "kernel", "")).endswith(".cl")
+        args.profile = str(_device_profile(args.model, device, "opencl" if opencl else None))
+        args.found_by_device = True
     if args.profile:
         model = load_profile(args.profile)
         if args.command == "predict" and args.model not in (None, model.name):
             raise UsageError(f"the profile holds the {model.name} model, not {args.model}")
+        if device is not None and not named_like(device, model.provenance_["device"]):
+            raise UsageError(f"{args.profile} is a profile of {model.provenance_['device']}, "
+                             f"not of a device named like {device!r}; drop --device or "
+                             "give that device's profile")
         if getattr(args, "hardware", None) and model.name not in HARDWARE_MODELS:
             raise UsageError("--hardware is for --model hong-kim or hong-kim-facts; the "
                              "fitted models take a --profile")
@@ -51,8 +62,96 @@ def _model(args):
             raise UsageError("--model hong-kim-facts needs --hardware (h100, h200 or a JSON "
                              "file) or a --profile")
         return get_model("hong-kim-facts", hardware=args.hardware).fit()
-    raise UsageError(f"--model {args.model or 'paper'} needs --profile (fit one with "
+    name = args.model or "paper"
+    if args.command == "predict":
+        from kernelcast.profile import find_profiles
+
+        have = sorted({doc["device"] for _, doc in find_profiles(name)})
+        where = f" (profiles found: {'; '.join(have)})" if have else ""
+        raise UsageError(f"--model {name} needs --device NAME{where} or --profile FILE (fit "
+                         f"one with `kernelcast calibrate --model {name}` or `kernelcast "
+                         "fit`)")
+    raise UsageError(f"--model {name} needs --profile (fit one with "
                      "`kernelcast calibrate` or `kernelcast fit`)")
+
+
+def _device_profile(model: str | None, device: str, backend: str | None = None):
+    """The profile of *model* whose device *device* names (kernelcast.profile.
+    find_profiles): the device whose name it is (ignoring case) or the only one it names
+    a part of; where several folders hold one, the first folder's (kernelcast-data/, what
+    calibrate wrote here, before data/profiles/, the committed ones); of *backend* where
+    it has profiles of both (a .cl kernel: OpenCL's). One-line errors for
+    none (saying how to fit one), for several devices and for several profiles of the
+    device in one folder (backends, instances): never another device's profile."""
+    from kernelcast.profile import find_profiles
+
+    if not model:
+        raise UsageError("--device finds a model's profile of that device: give --model "
+                         "too (poppl-herz for a .cl kernel)")
+    if not device.strip():
+        raise UsageError("--device: give a part of the device's name, such as h100")
+    found = find_profiles(model, device)
+    if backend is not None and any(doc.get("backend") == backend for _, doc in found):
+        found = [(p, doc) for p, doc in found if doc.get("backend") == backend]
+    if not found:
+        raise UsageError(_no_profile(model, device))
+    devices = sorted({doc["device"] for _, doc in found})
+    exact = [d for d in devices if d.lower() == device.strip().lower()]
+    if len(devices) > 1 and not exact:
+        raise UsageError(f"--device {device!r} names several devices with a {model} "
+                         f"profile ({'; '.join(devices)}); name one more fully")
+    name = (exact or devices)[0]
+    paths = [path for path, doc in found if doc["device"] == name]
+    first = [path for path in paths if path.parent == paths[0].parent]
+    if len(first) > 1:
+        kinds = ", ".join(f"{path.name}" for path in first)
+        raise UsageError(f"{paths[0].parent} holds several {model} profiles of {name} "
+                         f"({kinds}); pass --profile FILE")
+    return first[0]
+
+
+def _no_profile(model: str, device: str) -> str:
+    """The one line for no profile of *model* for *device*: the devices that have one,
+    and how to fit one: from the committed measurements where the repository has them
+    (data/<gpu>/poppl-herz.sqlite.xz), else by calibrating the device."""
+    import shlex
+
+    from kernelcast.profile import PROFILE_FOLDERS, find_profiles
+
+    have = sorted({doc["device"] for _, doc in find_profiles(model)})
+    where = " or ".join(f"{folder}/" for folder in PROFILE_FOLDERS)
+    text = f"no {model} profile of a device named like {device!r} in {where}"
+    if have:
+        text += f" (there are profiles of {'; '.join(have)})"
+    store = _committed_store(model, device)
+    if store is not None:
+        script = store.parents[2] / "scripts" / "fit_profiles.sh"
+        return (f"{text}; fit it from the committed measurements {store}: {script} "
+                f"{model} (writes data/profiles/), or pass --profile FILE")
+    return (f"{text}; measure and fit one on that device: kernelcast calibrate --model "
+            f"{model} --device {shlex.quote(device)} (writes kernelcast-data/, where "
+            "--device finds it), or pass --profile FILE")
+
+
+def _committed_store(model: str, device: str):
+    """The committed measurements *model* is fitted from for *device*: the poppl-herz
+    store data/<gpu>/poppl-herz.sqlite.xz beside a device.json naming it (in the current
+    folder or the source checkout); None for another model or device."""
+    from kernelcast.frontends.files import read_json_file
+    from kernelcast.profile import named_like, profile_folders
+
+    if model != "poppl-herz":
+        return None
+    for root in [f.parent for f in profile_folders() if f.parts[-2:] == ("data", "profiles")]:
+        for info in sorted(root.glob("*/device.json")):
+            store = info.parent / "poppl-herz.sqlite.xz"
+            try:
+                named = read_json_file(info, "device description").get("device", "")
+            except (KernelcastError, AttributeError):
+                continue
+            if store.is_file() and isinstance(named, str) and named_like(device, named):
+                return store
+    return None
 
 
 def _opencl_flags(args) -> bool:
@@ -61,18 +160,19 @@ def _opencl_flags(args) -> bool:
     cl_flags = [f for f, v in (("--global-size", args.global_size),
                                ("--local-size", args.local_size),
                                ("--kernel-name", args.kernel_name),
+                               ("--build-options", getattr(args, "build_options", None)),
+                               ("--arg", getattr(args, "arg", None)),
+                               ("--array", getattr(args, "array", None)),
                                ("--bytes-in", args.bytes_in),
                                ("--bytes-out", args.bytes_out)) if v]
     if opencl:
-        if args.param or args.stat:
-            raise UsageError("--param and --stat are for Loopy kernels; a .cl kernel takes "
-                             "--global-size and --local-size")
+        if args.param:
+            raise UsageError("--param is for Loopy kernels; a .cl kernel takes its scalar "
+                             "arguments as --arg NAME=VALUE and its launch as --global-size "
+                             "and --local-size")
         if not args.global_size:
             raise UsageError("a .cl kernel needs --global-size")
         _check_launch(args.global_size, args.local_size)
-        if args.model == "poppl-herz" and not args.profile:
-            raise UsageError("the poppl-herz model needs a --profile (kernelcast "
-                             "calibrate --model poppl-herz)")
     else:
         if cl_flags:
             raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
@@ -104,6 +204,7 @@ def _check_launch(global_size, local_size) -> None:
 def _opencl_counts(args):
     from pathlib import Path
 
+    from kernelcast.cli.args import line_statistics, scalar_arguments
     from kernelcast.frontends.files import check_regular_file
     from kernelcast.frontends.opencl import count_kernel
 
@@ -112,8 +213,13 @@ def _opencl_counts(args):
         text = Path(args.kernel).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"cannot read {args.kernel}: {err}") from None
-    counts = count_kernel(text, args.kernel_name, path=args.kernel)
-    return counts, args.local_size or [1] * len(args.global_size)
+    local = args.local_size or [1] * len(args.global_size)
+    counts = count_kernel(text, args.kernel_name, path=args.kernel,
+                          options=getattr(args, "build_options", None) or "",
+                          scalars=scalar_arguments(getattr(args, "arg", None)),
+                          global_size=args.global_size, local_size=local,
+                          stats=line_statistics(args.stat))
+    return counts, local
 
 
 def _predict_opencl(args, model) -> int:
@@ -127,7 +233,8 @@ def _predict_opencl(args, model) -> int:
     total = model.predict(counts, params)
     device = model.provenance_["device"]
     if args.json:
-        doc = {"device": device, "model": model.name, "kernel": counts.name,
+        doc = {"device": device, "model": model.name, **_profile_key(args),
+               "kernel": counts.name,
                "params": params, "seconds": total, "breakdown": model.explain(counts, params),
                "transfer": model.transfer(counts, params),
                "table": [{"cost": c, "count": n, "microseconds": us} for c, n, us in rows],
@@ -138,6 +245,7 @@ def _predict_opencl(args, model) -> int:
     print(f"predicted run time of {counts.name} on {device}, {model.name} model"
           f"{'' if model.classes else ' (simple)'}: {format_seconds(total)} "
           "(kernel; with copies below)")
+    _print_found(args)
     print(f"  {'cost type':<30} {'# in kernel':>12} {'time in µs':>12}")
     for cost, count, micro in rows:
         text = "-" if micro is None else f"{micro:.4g}"
@@ -145,15 +253,29 @@ def _predict_opencl(args, model) -> int:
     return 0
 
 
+def _profile_key(args) -> dict:
+    """predict's JSON key "profile": the profile's path, where one predicts."""
+    return {"profile": str(args.profile)} if args.profile else {}
+
+
+def _print_found(args) -> None:
+    """predict's line naming the profile that --device found."""
+    if getattr(args, "found_by_device", False):
+        print(f"  profile: {args.profile} (found for --device {args.device!r})")
+
+
 def _opencl_properties(args, model):
     """The paper properties of a .cl kernel at its launch, for a Loopy-kernel model."""
+    from kernelcast.cli.args import array_sizes, scalar_arguments
     from kernelcast.frontends.opencl.properties import opencl_properties
 
     if args.bytes_in or args.bytes_out:
         raise UsageError("--bytes-in and --bytes-out are for the poppl-herz model; the "
                          f"{model.name} model predicts the kernel alone")
     counts, local = _opencl_counts(args)
-    return opencl_properties(counts, args.global_size, local)
+    return opencl_properties(counts, args.global_size, local,
+                             scalars=scalar_arguments(getattr(args, "arg", None)),
+                             array_elements=array_sizes(getattr(args, "array", None)))
 
 
 def predict(args) -> int:
@@ -188,7 +310,8 @@ def predict(args) -> int:
         raise UsageError(f"--explain is for the weighted models (paper, extended, facts); "
                          f"the {model.name} model's parts are its breakdown")
     if args.json:
-        doc = {"device": device, "model": model.name, "params": params, "seconds": total,
+        doc = {"device": device, "model": model.name, **_profile_key(args),
+               "params": params, "seconds": total,
                "breakdown": parts, **details, **({"terms": terms} if terms else {})}
         if hasattr(model, "estimate"):  # Hong–Kim: every quantity of the equations
             doc["estimate"] = model.estimate(props, params).as_dict()
@@ -198,6 +321,7 @@ def predict(args) -> int:
     backend = model.provenance_.get("backend")
     print(f"predicted run time on {device}{f' ({backend})' if backend else ''}, "
           f"{model.name} model: {format_seconds(total)}")
+    _print_found(args)
     if details:
         print("  " + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                                for k, v in details.items()))

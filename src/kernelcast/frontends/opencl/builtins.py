@@ -7,7 +7,7 @@ widest floating type), ``generic`` (C's usual conversions over all arguments), `
 (integers give the unsigned type of the same width), ``float_int`` (a floating first
 argument and an integer second one) and ``int`` (integers only).
 
-Public names: WORK_ITEM, MATH, CONSTANTS.
+Public names: WORK_ITEM, MATH, CONSTANTS, CONVERSIONS, conversion_type.
 """
 
 from __future__ import annotations
@@ -45,4 +45,28 @@ CONSTANTS = {
     "MAXFLOAT": ("float", 3.4028234663852886e38), "FLT_MAX": ("float", 3.4028234663852886e38),
     "FLT_MIN": ("float", 1.1754943508222875e-38), "FLT_EPSILON": ("float", 1.1920928955078125e-07),
     "INT_MAX": ("int", 2**31 - 1), "INT_MIN": ("int", -2**31), "UINT_MAX": ("uint", 2**32 - 1),
+    "INFINITY": ("float", float("inf")), "HUGE_VALF": ("float", float("inf")),
+    "HUGE_VAL": ("double", float("inf")), "NAN": ("float", float("nan")),
+    "DBL_MAX": ("double", 1.7976931348623157e308), "DBL_MIN": ("double", 2.2250738585072014e-308),
+    "DBL_EPSILON": ("double", 2.220446049250313e-16), "CHAR_BIT": ("int", 8),
+    "UCHAR_MAX": ("int", 255), "SHRT_MAX": ("int", 2**15 - 1), "LONG_MAX": ("long", 2**63 - 1),
+    "M_SQRT2": ("double", 1.4142135623730951), "M_SQRT2_F": ("float", 1.4142135381698608),
+    "M_LN2": ("double", 0.6931471805599453), "M_LN2_F": ("float", 0.6931471824645996),
+    "M_1_PI": ("double", 0.3183098861837907), "M_1_PI_F": ("float", 0.31830987334251404),
 }
+
+#: convert_TYPE, with the optional rounding (_rte, _rtz, _rtp, _rtn) and _sat suffixes
+#: OpenCL C allows: a conversion, counted as a cast is
+CONVERSIONS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+               "double")
+
+
+def conversion_type(name: str) -> str | None:
+    """The C type *name* (``convert_int_sat_rte``) converts to, or None."""
+    if not name.startswith("convert_"):
+        return None
+    parts = name[len("convert_"):].split("_")
+    if parts[0] not in CONVERSIONS or any(p not in ("sat", "rte", "rtz", "rtp", "rtn")
+                                          for p in parts[1:]) or len(parts) > 3:
+        return None
+    return parts[0]

@@ -14,6 +14,7 @@ OP_KINDS, INTERVAL_ELEMENTS, MAX_DEPTH.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from .errors import OpenCLSourceError
 from .expressions import INTERVAL_ELEMENTS
@@ -25,11 +26,26 @@ __all__ = ["ACCESS_CLASSES", "INTERVAL_ELEMENTS", "MAX_DEPTH", "OP_KINDS", "Acce
            "Argument", "KernelCounts", "access_class", "count_kernel"]
 
 
-def count_kernel(source, kernel: str | None = None, path: str = "<source>") -> KernelCounts:
+def count_kernel(source, kernel: str | None = None, path: str = "<source>",
+                 options: str = "", *,
+                 scalars: Mapping[str, float] | None = None, global_size=None,
+                 local_size=None, stats: Mapping[int, float] | None = None) -> KernelCounts:
     """Count one kernel of ``source`` (OpenCL C text or an :class:`OpenCLUnit`):
-    operations and accesses per work-item. ``kernel`` names it; it may be left out when
-    the source holds one kernel."""
-    unit = source if isinstance(source, OpenCLUnit) else parse_opencl(source, path)
+    operations and accesses per work-item, averaged over the launch's work-items.
+    ``kernel`` names it; it may be left out when the source holds one kernel.
+    ``scalars`` gives scalar arguments' values ({"n": 4096}); ``global_size`` and
+    ``local_size`` the launch (one number per dimension), which branches and loop trips
+    that follow the work-item's position need; ``stats`` ({line: value}) the probability
+    that a data-dependent ``if`` on that line is taken, or the mean trip count of a
+    data-dependent loop there. ``options`` are OpenCL build options (``-D TILE=16``)
+    for a text; a unit keeps those it was parsed with."""
+    if isinstance(source, OpenCLUnit):
+        if options and options != source.options:
+            raise OpenCLSourceError(source.path, None, None, "build options apply when the "
+                                    "source is parsed: give them to parse_opencl")
+        unit = source
+    else:
+        unit = parse_opencl(source, path, options)
     path = unit.path
     if kernel is None:
         if len(unit.kernels) > 1:
@@ -39,10 +55,134 @@ def count_kernel(source, kernel: str | None = None, path: str = "<source>") -> K
     elif kernel not in unit.kernel_trees:
         raise OpenCLSourceError(path, 1, 1, f"no kernel named '{kernel}' (kernels: "
                                             f"{', '.join(unit.kernels)})")
-    try:
-        return Walker(unit).run(kernel)
-    except RecursionError:
-        raise OpenCLSourceError(path, 1, 1, "expression nested too deeply") from None
+    launch = _launch(path, global_size, local_size)
+    scalars = dict(scalars or {})
+
+    def walk(at):
+        walker = Walker(unit, scalars, launch, at, stats)
+        try:
+            return walker, walker.run(kernel)
+        except RecursionError:
+            raise OpenCLSourceError(path, 1, 1, "expression nested too deeply") from None
+
+    middle = tuple(g // 2 for g in launch[0]) if launch else ()
+    probe, counts = walk(middle)
+    unknown = sorted(set(scalars) - probe.arguments)
+    if unknown:
+        raise OpenCLSourceError(path, 1, 1, f"the kernel {kernel} has no argument named "
+                                            f"'{unknown[0]}' (its arguments: "
+                                            f"{', '.join(sorted(probe.arguments))})")
+    if not probe.consulted:
+        return counts
+    ints = [int(v) for v in scalars.values() if float(v).is_integer()]
+    ints += [v for v in counts.defines.values() if isinstance(v, int)]
+    consulted, runs = set(probe.consulted), []
+    for _ in range(2):  # once more if a sample's branches consulted other positions
+        runs = [(weight, *walk(at)) for at, weight in work_items(consulted, launch, ints,
+                                                                  middle)]
+        seen = set().union(*(w.consulted for _, w, _ in runs))
+        if seen <= consulted:
+            break
+        consulted |= seen
+    return _average(counts, [(weight, c) for weight, _, c in runs])
+
+
+#: At most this many work-items are walked for one launch
+MAX_SAMPLES = 4096
+
+
+def _launch(path, global_size, local_size):
+    if global_size is None:
+        if local_size is not None:
+            raise OpenCLSourceError(path, 1, 1, "a local size needs a global size")
+        return None
+    grid = tuple(int(g) for g in global_size)
+    group = tuple(int(g) for g in (local_size or (1,) * len(grid)))
+    if not 1 <= len(grid) <= 3 or len(group) != len(grid) or min(grid + group) < 1:
+        raise OpenCLSourceError(path, 1, 1, f"a launch needs 1 to 3 global sizes and as many "
+                                            f"local sizes, all at least 1 (got {grid} and "
+                                            f"{group})")
+    return grid, group
+
+
+def _points(size: int, marks, near: int = 4) -> list[tuple[int, int]]:
+    """(position, weight) over 0..size-1: every position within *near* of a mark (where
+    a branch on the position may turn), the middle of each stretch between them for the
+    rest."""
+    if size <= 2 * near + 8:
+        return [(i, 1) for i in range(size)]
+    edges = sorted({0, size} | {m + k for m in marks for k in range(-near, near + 2)
+                                if 0 < m + k < size})
+    points = []
+    for a, b in zip(edges, edges[1:]):  # the mean of what is linear in the position
+        if (a + b - 1) % 2:
+            points += [((a + b - 1) // 2, (b - a) / 2), ((a + b) // 2, (b - a) / 2)]
+        else:
+            points.append(((a + b - 1) // 2, b - a))
+    return points
+
+
+def _powers(size: int) -> list[int]:
+    return [1 << k for k in range(size.bit_length() + 1)]
+
+
+def work_items(consulted, launch, ints, middle) -> list[tuple[tuple, int]]:
+    """The sampled work-items' global ids and the work-items each stands for: along
+    each dimension a decision consulted, positions near the sizes and values the kernel
+    compares with, their remainders (where a grid-stride loop's trips turn) and powers
+    of two (halving loops, tree reductions); as a work-group and a position in it
+    where local or group ids were consulted; elsewhere the middle work-item."""
+    grid, group = launch
+    axes = []
+    for d, (size, local) in enumerate(zip(grid, group)):
+        kinds = {name for name, dim in consulted if dim == d}
+        if not kinds:
+            axes.append([(middle[d], size)])
+        elif kinds <= {"get_global_id"}:
+            axes.append(_points(size, [0, *ints, *(v % size for v in ints), *_powers(size)]))
+        else:
+            lids = _points(local, [0, local, *_powers(local), *(v % local for v in ints)], 1)
+            groups = -(-size // local)
+            gs = _points(groups, [0, groups - 1, *(v // local for v in ints)], 1)
+            axes.append([(g * local + lid, gw * lw) for g, gw in gs for lid, lw in lids
+                         if g * local + lid < size])
+    samples = [((), 1)]
+    for axis in axes:
+        samples = [(at + (p,), w * pw) for at, w in samples for p, pw in axis]
+    if len(samples) > MAX_SAMPLES:
+        step = -(-len(samples) // MAX_SAMPLES)
+        samples = [(at, sum(w for _, w in samples[i:i + step]))
+                   for i, (at, _) in enumerate(samples) if i % step == 0]
+    return samples
+
+
+def _average(first: KernelCounts, runs) -> KernelCounts:
+    """The counts of several sampled work-items, weighted; accesses merged by site
+    (line, array, direction, class and stride), their index from the first walk."""
+    total = sum(w for w, _ in runs)
+    ops, accesses, barriers, records, recurrences = {}, {}, 0.0, {}, {}
+    index = {(a.line, a.array, a.direction, a.access_class, a.stride): a
+             for a in first.access_list}
+    for w, c in runs:
+        share = w / total
+        for k, v in c.ops.items():
+            ops[k] = ops.get(k, 0.0) + v * share
+        for k, v in c.accesses.items():
+            accesses[k] = accesses.get(k, 0.0) + v * share
+        barriers += c.barriers * share
+        for k, v in c.recurrences.items():
+            recurrences[k] = recurrences.get(k, 0.0) + v * share
+        for a in c.access_list:
+            site = (a.line, a.array, a.direction, a.access_class, a.stride)
+            known = records.get(site)
+            base = index.get(site)
+            if known is None:
+                known = a._replace(count=0.0, index=base.index if base else None)
+            records[site] = known._replace(count=known.count + a.count * share)
+    order = sorted(records.values(), key=lambda a: a.line)
+    return replace(first, ops=dict(sorted(ops.items())), accesses=dict(sorted(accesses.items())),
+                   barriers=barriers, access_list=tuple(a for a in order if a.count > 0),
+                   recurrences=dict(sorted(recurrences.items())))
 
 
 _PRELUDE = ("int x = get_global_id(0); int y = get_global_id(1); int z = get_global_id(2); "

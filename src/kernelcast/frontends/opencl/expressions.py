@@ -9,9 +9,9 @@ Public names: Expressions, static_class, INTERVAL_ELEMENTS, ID_MAX.
 
 from __future__ import annotations
 
-from lark import Tree
+from lark import Token, Tree
 
-from .builtins import CONSTANTS, MATH, WORK_ITEM
+from .builtins import CONSTANTS, MATH, WORK_ITEM, conversion_type
 from .results import TYPE_BYTES, Access
 from .values import (
     CTYPES,
@@ -192,6 +192,11 @@ class Expressions:
             return self.work_item(tok, name, args)
         if name == "barrier":
             self.error(tok, "barrier() must be a statement of its own")
+        target = conversion_type(name)
+        if target is not None:
+            if len(args) != 1:
+                self.error(tok, f"{name} takes 1 argument, got {len(args)}")
+            return self.conv(self.eval(args[0]), CTYPES[target][0], node, target)
         if name not in MATH:
             self.error(tok, f"unknown function '{name}'")
         arity, how = MATH[name]
@@ -319,10 +324,61 @@ class Expressions:
         op_tok = op_tree.children[0]
         op = str(op_tok)
         place = self.place(target, f"the left side of '{op}'")
+        now = self.now_of(rhs, place[0], op) if place[1] is None else None
+        if place[1] is None and self.loops and self.mult:
+            self.recurrence(place[0], op, rhs)
         v = self.eval(rhs)
         if op != "=":
             v = self.arith(op[:-1], self.read(place), v, op_tok)
-        return self.write(place, v, rhs)
+        v = self.write(place, v, rhs)
+        if place[1] is None:
+            place[0].now = now
+        return v
+
+    def recurrence(self, var, op: str, rhs):
+        """Count the operations on the loop-carried path of ``var op= rhs`` inside a
+        loop (kernelcast.properties.recurrence's kinds): those between the variable's
+        old value and its new one, where the right side reads the variable (or the
+        assignment is compound)."""
+        on_path = {"flops": 0, "special": 0, "local_loads": 0, "global_loads": 0}
+        floating = var.type in ("float", "double")
+
+        def reads(node) -> bool:
+            if not isinstance(node, Tree):
+                return False
+            if node.data == "name":
+                return str(node.children[0]) == var.name
+            return any(reads(c) for c in node.children)
+
+        def walk(node):
+            if not isinstance(node, Tree) or not reads(node):
+                return
+            if node.data in ("binop", "unop") and floating and str(
+                    node.children[1 if node.data == "binop" else 0]) in ("+", "-", "*", "/"):
+                on_path["flops"] += 1
+            elif node.data == "call":
+                name = str(node.children[0])
+                kind = "flops" if name in ("fmin", "fmax", "min", "max", "fma", "mad",
+                                           "fabs") else "special"
+                on_path[kind] += floating or kind == "special"
+            elif node.data == "index":
+                base = node
+                while isinstance(base, Tree) and base.data == "index":
+                    base = base.children[0]
+                array = self.lookup(str(base.children[0])) if isinstance(base, Tree) else None
+                if array is not None and array.space in ("local", "global", "constant"):
+                    on_path["local_loads" if array.space == "local" else "global_loads"] += 1
+            for c in node.children:
+                walk(c)
+
+        if op != "=":
+            on_path["flops"] += floating and op[:-1] in ("+", "-", "*", "/")
+        elif not reads(rhs):
+            return
+        walk(rhs)
+        for kind, n in on_path.items():
+            if n:
+                self.recurrences[kind] = self.recurrences.get(kind, 0.0) + n * self.mult
 
     def incdec(self, target, tok):
         place = self.place(target, f"the operand of '{tok}'")
@@ -330,7 +386,11 @@ class Expressions:
         one = convert(self.keys, const_val(self.keys, "int", 1), old.type)
         new = binary(self.keys, "+" if tok == "++" else "-", old, one, old.type)
         self.count(f"{'add' if tok == '++' else 'sub'}:{old.type}")
+        var, before = place[0], place[0].now
         self.write(place, new, target)
+        if place[1] is None:
+            var.now = None if before is None else self.now_of(
+                Tree("int", [Token("INT", "1")]), var, "+=" if tok == "++" else "-=")
         return old, new
 
     def e_preinc(self, node):
@@ -351,7 +411,8 @@ class Expressions:
             stride = 0 if not idx.dep else None if idx.wraps else idx.coef
         self.records.append((tok.line, tok.column, len(self.records), Access(
             var.name, var.space, direction, cls, tok.line, n, stride,
-            None if idx is None else idx.key, TYPE_BYTES.get(var.ctype))))
+            None if idx is None else idx.key, TYPE_BYTES.get(var.ctype),
+            tuple(self.guards + self.exits))))
 
     def access(self, var, idx: Val, direction: str, tok) -> Val:
         """Count and classify one access; a read returns the element's value."""
@@ -364,10 +425,10 @@ class Expressions:
                 if hit is not None and (direction == "read" or "write" in hit[0]):
                     self.record(var, direction, "identical", tok, self.mult, idx)
                 else:
-                    first = 1.0
+                    first = self.mult  # less the loops whose passes repeat it
                     for trip, changed, written in self.loops:
-                        if idx.deps & changed or var.vid in written:
-                            first *= trip
+                        if trip and not (idx.deps & changed or var.vid in written):
+                            first /= trip
                     self.record(var, direction, static_class(idx), tok, first, idx)
                     self.record(var, direction, "identical", tok, self.mult - first, idx)
                 if direction == "read":

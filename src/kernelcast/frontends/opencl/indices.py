@@ -118,17 +118,22 @@ class _Grid:
 
 
 def index_values(nodes: tuple, key: int, global_size, local_size,
-                 scalars: dict | None = None, memo: dict | None = None):
+                 scalars: dict | None = None, memo: dict | None = None,
+                 counters: dict | None = None):
     """The values of node *key* at every work-item (an integer array broadcastable to the
     grid (dim 2, dim 1, dim 0)), or None when they are not known before run time or the
     grid has more than MAX_POINTS work-items. *scalars* gives integer scalar arguments
-    by name; *memo* (a dict) shares evaluated nodes between calls of one launch."""
+    by name; *counters* loop counters' nodes at a value each, or at an array of values
+    on axes of its own ahead of the grid's ({node: value or array}); *memo*
+    (a dict) shares evaluated nodes between calls of one launch and counter values."""
     if math.prod(int(g) for g in global_size) > MAX_POINTS:  # exact: np.prod wraps
         return None
     grid = _Grid(global_size, local_size, scalars or {})
     memo = {} if memo is None else memo
 
     def ev(k):
+        if counters and k in counters:
+            return np.asarray(counters[k], dtype=np.int64)
         if k in memo:
             if memo[k] is None:
                 raise _NoValue

@@ -1,56 +1,48 @@
-"""Reading OpenCL C source: preprocessor lines, lark (LALR) parsing, and the unit's kernels.
+"""Reading OpenCL C source: the preprocessor (preprocessor.py), lark (LALR) parsing, and
+the unit's kernels.
 
-Preprocessor lines are handled here, before lark sees the text: ``#pragma`` lines are
-ignored, object-like ``#define NAME value`` lines are recorded (their values parsed as
-expressions, substituted where the name is used) and every other directive is refused.
-Each directive is blanked with spaces, so lark's line and column numbers stay those of
-the original text. Every failure is an :class:`OpenCLSourceError` at a position.
+preprocessor.py runs first, with the build options: it records macros (``-D`` options
+and ``#define``, ``#undef``), keeps the groups that ``#if``/``#ifdef``/... select and
+blanks directives and the groups not compiled with spaces, so lark's line and column
+numbers stay those of the original text. Every failure is an :class:`OpenCLSourceError`
+at a position.
 
 Public names: parse_opencl, load_opencl, OpenCLUnit, Macro, MAX_SOURCE_CHARS.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from kernelcast.frontends.files import check_regular_file
-from kernelcast.frontends.positioned import describe_terminal, end_position, unexpected_token
+from kernelcast.frontends.positioned import (
+    describe_terminal,
+    end_position,
+    unexpected_token,
+)
 
 from .errors import OpenCLSourceError
+from .preprocessor import PREDEFINED_NAMES, Macro, preprocess
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 MAX_SOURCE_CHARS = 250_000
-_SCAN = re.compile(r"//[^\n]*|/\*.*?\*/|(?P<u>/\*)"
-                   r"|(?P<d>^[ \t]*#(?:[^\n/]|/(?![/*])|/\*[^\n]*?\*/)*)", re.M | re.S)
-_KEYWORDS = re.compile(
-    r"(?:unsigned|signed|char|uchar|short|ushort|int|uint|long|ulong|size_t|float|double|bool"
-    r"|half|void|__kernel|kernel|__global|global|__local|local|__constant|constant|__private"
-    r"|private|const|volatile|restrict|__restrict|if|else|for|return|while|do|switch|case"
-    r"|default|goto|break|continue|__attribute__)")
 _NAMED = {"NAME": "a name", "INT": "an integer", "FLOAT": "a number", "TYPE_KW": "a type",
           "QUAL": "a qualifier", "VECTOR_TYPE": "a type", "$END": "end of input"}
-
-
-class Macro(NamedTuple):
-    """One ``#define``: ``value`` is its text; ``tree`` its parsed value (None when
-    empty or unparsable; ``error`` then says why, raised where the macro is used)."""
-
-    name: str
-    value: str
-    line: int
-    column: int
-    tree: object
-    error: OpenCLSourceError | None
 
 
 @dataclass(frozen=True)
 class OpenCLUnit:
     """A parsed source file: its kernels (in source order) and macros. Counting happens
-    in :func:`kernelcast.frontends.opencl.count_kernel`."""
+    in :func:`kernelcast.frontends.opencl.count_kernel`. ``defines`` and ``macros`` are
+    the macros in force at the end of the source (build options' included);
+    ``macro_history`` maps each macro name to its changes in source order, (line, Macro)
+    for a definition and (line, None) for an ``#undef``; ``options`` are the build
+    options it was read with; ``typedefs`` maps each top-level typedef's name to the
+    type-word tokens it stands for."""
 
     path: str
     text: str
@@ -59,6 +51,27 @@ class OpenCLUnit:
     macros: dict[str, Macro] = field(repr=False, compare=False)
     kernel_trees: dict = field(repr=False, compare=False)
     globals: tuple = field(repr=False, compare=False)
+    options: str = ""
+    macro_history: dict = field(default_factory=dict, repr=False, compare=False)
+    typedefs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not self.macro_history and self.macros:  # a unit made without one
+            object.__setattr__(self, "macro_history",
+                               {n: ((m.line, m),) for n, m in self.macros.items()})
+
+
+#: the names a source's top-level typedefs declare, while it is parsed: the lexer
+#: reads them as type words
+_TYPE_NAMES: contextvars.ContextVar = contextvars.ContextVar("type_names", default=frozenset())
+_TYPEDEF = re.compile(r"\btypedef\b[^;{}()]*?\b([A-Za-z_]\w*)\s*;")
+
+
+def _type_name(tok):
+    """A lexer callback: a typedef's name is a type word."""
+    if tok.value in _TYPE_NAMES.get():
+        return tok.update(type="TYPE_KW")
+    return tok
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,7 +80,7 @@ def _parser():
 
     return lark.Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="basic",
                      start=["start", "define_value"], maybe_placeholders=True,
-                     propagate_positions=False)
+                     propagate_positions=False, lexer_callbacks={"NAME": _type_name})
 
 
 def _describe(name: str) -> str:
@@ -95,13 +108,12 @@ def _expected(names) -> str:
     return "expected one of " + ", ".join(described)
 
 
-def _syntax_error(exc, text: str, path: str, line: int | None = None) -> OpenCLSourceError:
-    """Map a lark error to a positioned error; ``line`` replaces lark's line when the
-    text is one #define value (padded to its column)."""
+def _syntax_error(exc, text: str, path: str) -> OpenCLSourceError:
+    """Map a lark error to a positioned error."""
     import lark
 
     def at(l, c, message):
-        return OpenCLSourceError(path, line if line is not None else l, c, message)
+        return OpenCLSourceError(path, l, c, message)
 
     if isinstance(exc, lark.UnexpectedCharacters):
         pos = exc.pos_in_stream
@@ -115,90 +127,14 @@ def _syntax_error(exc, text: str, path: str, line: int | None = None) -> OpenCLS
     return at(l, c, f"{expected}, got {got}" if expected else f"unexpected {got}")
 
 
-def _position(text: str, offset: int) -> tuple[int, int]:
-    return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
-
-
-def _set_line(tree, line: int) -> None:
-    from lark import Token
-
-    for sub in tree.iter_subtrees_topdown():
-        for child in sub.children:
-            if isinstance(child, Token):
-                child.line = child.end_line = line
-
-
-def _define(body: str, line: int, col: int, path: str, macros: dict) -> None:
-    """Record ``#define NAME value``; ``body`` follows 'define', ``col`` is its column."""
+def _parse_value(value: str):
+    """A macro's value parsed as an expression; an error is positioned in ``value``."""
     import lark
 
-    m = re.match(r"[ \t]+([A-Za-z_]\w*)", body)
-    if not m:
-        raise OpenCLSourceError(path, line, col, "#define needs a macro name")
-    name, name_col, rest = m.group(1), col + m.start(1), body[m.end():]
-    if rest.startswith("("):
-        raise OpenCLSourceError(path, line, name_col,
-                                f"function-like macros are not supported ({name}(...))")
-    if rest and rest[0] not in " \t\r":
-        raise OpenCLSourceError(path, line, name_col + len(name),
-                                f"expected a space after the macro name {name}")
-    if _KEYWORDS.fullmatch(name):
-        raise OpenCLSourceError(path, line, name_col, f"cannot #define the keyword '{name}'")
-    value_col = name_col + len(name)
-    value = re.sub(r"/\*.*?\*/", lambda c: " " * len(c.group()), rest)
-    tree = error = None
-    if value.strip():
-        padded = " " * (value_col - 1) + value
-        try:
-            tree = _parser().parse(padded, start="define_value").children[0]
-            _set_line(tree, line)
-        except lark.exceptions.UnexpectedInput as exc:
-            error = _syntax_error(exc, padded, path, line)
-            error = OpenCLSourceError(path, error.line, error.column,
-                                      f"the value of macro {name} is not an expression "
-                                      f"({error.message})")
-    old = macros.get(name)
-    if old is not None and old.value.strip() != value.strip():
-        raise OpenCLSourceError(path, line, name_col,
-                                f"macro {name} redefined (first defined on line {old.line})")
-    macros[name] = Macro(name, value.strip(), line, name_col, tree, error)
-
-
-def _preprocess(text: str, path: str) -> tuple[str, dict[str, Macro]]:
-    macros: dict[str, Macro] = {}
-    spans = []
-    for m in _SCAN.finditer(text):
-        if m.group("u") is not None:
-            line, col = _position(text, m.start())
-            raise OpenCLSourceError(path, line, col, "unterminated comment ('/*' without '*/')")
-        if m.group("d") is None:
-            continue
-        start, end = m.span()
-        hash_at = text.index("#", start)
-        line, col = _position(text, hash_at)
-        directive = text[hash_at + 1:end]
-        if directive.rstrip().endswith("\\"):
-            raise OpenCLSourceError(path, line, col,
-                                    "line continuations ('\\' at the end of a line) "
-                                    "are not supported")
-        word = re.match(r"[ \t]*([A-Za-z_]\w*)?", directive)
-        if word.group(1) is None:
-            if directive.strip():
-                raise OpenCLSourceError(path, line, col, "invalid preprocessor directive")
-        elif word.group(1) == "define":
-            _define(directive[word.end():], line, col + 1 + word.end(), path, macros)
-        elif word.group(1) != "pragma":
-            raise OpenCLSourceError(path, line, col, f"preprocessor directive "
-                                                     f"'#{word.group(1)}' is not supported")
-        spans.append((start, end))
-    if not spans:
-        return text, macros
-    parts, last = [], 0
-    for start, end in spans:
-        parts += [text[last:start], " " * (end - start)]
-        last = end
-    parts.append(text[last:])
-    return "".join(parts), macros
+    try:
+        return _parser().parse(value, start="define_value").children[0]
+    except lark.exceptions.UnexpectedInput as exc:
+        raise _syntax_error(exc, value, "<value>") from None
 
 
 def _kernel_of(function, path: str):
@@ -220,8 +156,9 @@ def _kernel_of(function, path: str):
     return str(name)
 
 
-def parse_opencl(text: str, path: str = "<source>") -> OpenCLUnit:
-    """Parse OpenCL C source text (the subset of docs/opencl.md) into a unit."""
+def parse_opencl(text: str, path: str = "<source>", options: str = "") -> OpenCLUnit:
+    """Parse OpenCL C source text (the subset of docs/opencl.md) into a unit; ``options``
+    is an OpenCL build-options string whose ``-D NAME[=VALUE]`` define macros."""
     import lark
 
     if not isinstance(text, str):
@@ -229,14 +166,22 @@ def parse_opencl(text: str, path: str = "<source>") -> OpenCLUnit:
     if len(text) > MAX_SOURCE_CHARS:
         raise OpenCLSourceError(path, 1, 1, f"the source is too large ({len(text)} "
                                             f"characters; at most {MAX_SOURCE_CHARS})")
-    clean, macros = _preprocess(text, path)
+    if isinstance(options, str) and len(options) > MAX_SOURCE_CHARS:
+        raise OpenCLSourceError(path, None, None, f"the build options are too long "
+                                                  f"({len(options)} characters)")
+    clean, macros, history = preprocess(text, path, options, _parse_value)
+    names = _TYPE_NAMES.set(frozenset(_TYPEDEF.findall(clean)))
     try:
         tree = _parser().parse(clean, start="start")
     except lark.exceptions.UnexpectedInput as exc:
         raise _syntax_error(exc, clean, path) from None
-    kernels, globals_ = {}, []
+    finally:
+        _TYPE_NAMES.reset(names)
+    kernels, globals_, typedefs = {}, [], {}
     for item in tree.children:
-        if item.data == "function":
+        if item.data == "typedef_decl":
+            _typedef(item, typedefs, path)
+        elif item.data == "function":
             name = _kernel_of(item, path)
             if name in kernels:
                 tok = item.children[1]
@@ -248,12 +193,40 @@ def parse_opencl(text: str, path: str = "<source>") -> OpenCLUnit:
     if not kernels:
         line, column = end_position(text)
         raise OpenCLSourceError(path, line, column, "no __kernel function in the source")
-    return OpenCLUnit(path, text, tuple(kernels), {n: m.value for n, m in macros.items()},
-                      macros, kernels, tuple(globals_))
+    return OpenCLUnit(path, text, tuple(kernels),
+                      {n: m.value for n, m in macros.items()
+                       if not (n in PREDEFINED_NAMES and m.line == 0)},
+                      macros, kernels, tuple(globals_), options, history, typedefs)
 
 
-def load_opencl(path) -> OpenCLUnit:
-    """Read an OpenCL C file (UTF-8) and parse it."""
+def _typedef(item, typedefs: dict, path: str) -> None:
+    """Record ``typedef TYPE NAME;``: NAME -> the type words and qualifiers it stands
+    for (another typedef's name expanded)."""
+    from lark import Tree
+
+    specs = item.children[1].children
+    words = [t for t in specs if not isinstance(t, Tree)]
+    if not words or words[-1].type != "TYPE_KW" or len(words) < 2:
+        tok = words[-1] if words else item.children[0]
+        raise OpenCLSourceError(path, tok.line, tok.column,
+                                "a typedef names a type: typedef TYPE NAME;")
+    name, meaning = words[-1], []
+    for t in words[:-1]:
+        if t.type == "QUAL" and t.value not in ("const", "volatile"):
+            raise OpenCLSourceError(path, t.line, t.column,
+                                    f"a typedef of '{t.value}' is not supported")
+        meaning += typedefs.get(t.value, [t])
+    if any(t.type == "VECTOR_TYPE" for t in meaning):
+        raise OpenCLSourceError(path, name.line, name.column, "vector types are not supported")
+    known = typedefs.get(name.value)
+    if known is not None and [t.value for t in known] != [t.value for t in meaning]:
+        raise OpenCLSourceError(path, name.line, name.column,
+                                f"typedef '{name.value}' is defined twice, differently")
+    typedefs[name.value] = meaning
+
+
+def load_opencl(path, options: str = "") -> OpenCLUnit:
+    """Read an OpenCL C file (UTF-8) and parse it with the build ``options``."""
     name = str(path)
     check_regular_file(path, "OpenCL source")  # a FIFO would block the read
     try:
@@ -266,4 +239,4 @@ def load_opencl(path) -> OpenCLUnit:
     except UnicodeDecodeError as exc:
         line, column = end_position(data[:exc.start].decode("utf-8", "replace"))
         raise OpenCLSourceError(name, line, column, "the file is not UTF-8 text") from None
-    return parse_opencl(text, name)
+    return parse_opencl(text, name, options)

@@ -34,6 +34,7 @@ Public names: opencl_properties.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from fractions import Fraction
@@ -90,17 +91,18 @@ def _constant(value) -> isl.PwQPolynomial:
 
 def opencl_properties(source, global_size, local_size=None, *, kernel: str | None = None,
                       path: str = "<source>", scalars: dict | None = None,
-                      array_elements: dict | None = None) -> Properties:
+                      array_elements: dict | None = None,
+                      stats: dict | None = None) -> Properties:
     """The Properties of one launch of an OpenCL C kernel (a source text or its
     KernelCounts) over *global_size* work-items in groups of *local_size* (default 1 in
     each dimension). They take no parameters: evaluate them with ``{}``. *scalars* gives
-    integer scalar arguments by name (for indices that read them); *array_elements* the
-    elements of arrays by name (else inferred, see the module docstring)."""
+    scalar arguments by name (for loop bounds, branches and indices that read them);
+    *array_elements* the elements of arrays by name (else inferred, see the module
+    docstring); *stats* the statistics of data-dependent branches and loops
+    (kernelcast.frontends.opencl.count_kernel)."""
     counts = source if isinstance(source, KernelCounts) else count_kernel(
-        source, kernel, path=path)
-    if counts.loops:
-        raise UsageError(f"kernel {counts.name!r} has loops: its paper properties are "
-                         "defined for straight-line OpenCL C only (use the poppl-herz model)")
+        source, kernel, path=path, scalars=scalars, global_size=global_size,
+        local_size=local_size, stats=stats)
     global_size, local_size = _geometry(counts, global_size, local_size)
     items = math.prod(global_size)
     groups = items // math.prod(local_size)
@@ -124,11 +126,11 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
                           UncountedWarning, stacklevel=2)
             continue
         sites.append(a)
-        if a.space != "local" and a.index not in values:
-            values[a.index] = index_values(counts.nodes, a.index, global_size, local_size,
-                                           scalars, memo)
+        site = (a.index, a.guards)
+        if a.space != "local" and site not in values:
+            values[site] = _reach(counts, a, global_size, local_size, scalars, memo)
     accesses = []
-    touched = _footprints(sites, values)
+    touched = _footprints(sites, {k: v and v[0] for k, v in values.items()})
     for a in sites:
         bits, direction = 8 * a.element_bytes, _DIRECTION[a.direction]
         if a.space == "local":
@@ -137,7 +139,7 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
         stride, util = a.stride, None
         if stride is not None and abs(stride) > 1:
             footprint = touched.get((a.array, a.direction))
-            if values[a.index] is None or footprint is None:
+            if values[(a.index, a.guards)] is None or footprint is None:
                 warnings.warn(f"kernel {counts.name!r}: the footprint of {a.array!r} at "
                               f"line {a.line} cannot be evaluated; the access is counted as "
                               "irregular", UncountedWarning, stacklevel=2)
@@ -158,7 +160,8 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
         if load in totals and store in totals:
             minls[minls_name(*info)] = (load, store)
     extent = {"local_conflicts": 0, "varying_global_loads": 0,
-              **{f"recurrence_{k}": 0 for k in RECURRENCE_KINDS},
+              **{f"recurrence_{k}": Fraction(counts.recurrences.get(k, 0)) * items
+                 for k in RECURRENCE_KINDS},
               **{f"serial_{k}": 0 for k in SERIAL_KINDS}, "work_items": items,
               **_array_extent(counts, sites, values, items, array_elements or {})}
     return Properties(
@@ -168,6 +171,122 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
         {n: _constant(v) for n, v in extent.items()})
 
 
+def _reach(counts, access, global_size, local_size, scalars, memo):
+    """The values of an index at every work-item, for every value of the loop counters
+    it reads (one array) where that is at most UNION_POINTS values, else one array per
+    corner of the counters' ranges (the lowest first: an affine index reaches its
+    extremes there); None where they are not known before run time."""
+    index = access.index
+    if index is None:  # an access the walked work-item does not run
+        return None
+    seen, stack, mine = set(), [index, *(k for k, _ in access.guards)], []
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        if k in counts.counters:
+            mine.append(k)
+        stack.extend(c for c in counts.nodes[k][1:] if isinstance(c, int)
+                     and c < len(counts.nodes) and counts.nodes[k][0] in _OPERANDS)
+    if len(mine) > 4:
+        return None
+    ranges = {k: _range(counts, k, global_size, local_size, scalars) for k in mine}
+    if any(r is None for r in ranges.values()):
+        return None
+    spans = [ranges[k][1] - ranges[k][0] + 1 for k in mine]
+    if mine and math.prod(spans) * math.prod(global_size) <= UNION_POINTS:
+        # every value of the counters, each on an axis of its own: the exact footprint
+        axes = {k: np.arange(ranges[k][0], ranges[k][1] + 1).reshape(
+                    (-1,) + (1,) * (len(mine) - 1 - i + 3)) for i, k in enumerate(mine)}
+        v = index_values(counts.nodes, index, global_size, local_size, scalars, {}, axes)
+        if v is None:
+            return None
+        inside = np.ones((), dtype=bool)  # counter values a work-item's own loop runs
+        for k in mine:
+            if len(counts.counters[k]) == 3:
+                first_key, bound_key, op = counts.counters[k]
+                first, bound = (index_values(counts.nodes, n, global_size, local_size,
+                                             scalars) for n in (first_key, bound_key))
+                rising = op in ("<", "<=")
+                inside = inside & _COMPARE[op](axes[k], bound) & (
+                    (axes[k] >= first) if rising else (axes[k] <= first))
+        return [_where(counts, access, v, global_size, local_size, scalars, {}, axes,
+                       inside)]
+    arrays = []
+    ends = {k: _ends(counts, k, global_size, local_size, scalars) or ranges[k] for k in mine}
+    for corner in itertools.product(*(ends[k] for k in mine)):
+        fixed = dict(zip(mine, corner))
+        cache = memo if not fixed else {}
+        v = index_values(counts.nodes, index, global_size, local_size, scalars, cache, fixed)
+        if v is None:
+            return None
+        arrays.append(_where(counts, access, v, global_size, local_size, scalars, cache,
+                             fixed))
+    return arrays
+
+
+def _range(counts, key, global_size, local_size, scalars):
+    """(lowest, highest) value of a loop counter over the launch: recorded where the loop
+    runs alike everywhere, else from its first value and bound at every work-item."""
+    known = counts.counters[key]
+    if len(known) == 2:
+        return known
+    first_key, bound_key, op = known
+    first, bound = (index_values(counts.nodes, k, global_size, local_size, scalars)
+                    for k in (first_key, bound_key))
+    if first is None or bound is None:
+        return None
+    end = {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
+    if op in ("<", "<="):
+        lo, hi = int(first.min()), int(bound.max()) + end
+    elif op in (">", ">="):
+        lo, hi = int(bound.min()) + end, int(first.max())
+    else:
+        lo, hi = int(min(first.min(), bound.min())), int(max(first.max(), bound.max()))
+    return (lo, hi) if lo <= hi else None
+
+
+def _ends(counts, key, global_size, local_size, scalars):
+    """(first, last) value of a loop counter at each work-item, where its loop's range
+    differs among them (arrays over the grid; None otherwise)."""
+    known = counts.counters[key]
+    if len(known) == 2:
+        return None
+    first_key, bound_key, op = known
+    first, bound = (index_values(counts.nodes, k, global_size, local_size, scalars)
+                    for k in (first_key, bound_key))
+    last = bound + {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
+    return first, last
+
+
+_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+            "!=": np.not_equal}
+
+
+def _where(counts, access, v, global_size, local_size, scalars, memo, counters,
+           held=None):
+    """The values *v* of an access's index at the work-items that run it: where each of
+    its guards holds (a guard whose value is not known before run time is left out), and
+    *held* where given."""
+    held = np.ones((), dtype=bool) if held is None else held
+    for key, holds in access.guards:
+        c = index_values(counts.nodes, key, global_size, local_size, scalars, memo, counters)
+        if c is not None:
+            held = held & ((c != 0) == holds)
+    if held.ndim == 0:
+        return v if held else v[:0]
+    shape = np.broadcast_shapes(v.shape, held.shape)
+    return np.broadcast_to(v, shape)[np.broadcast_to(held, shape)]
+
+
+#: An index is evaluated at every value of the loop counters it reads where that makes at
+#: most this many values (else at their ranges' corners)
+UNION_POINTS = 1 << 22
+# node tags whose later integer fields are operand nodes (values.py's forms)
+_OPERANDS = {"b", "u", "cv", "?", "f"}
+
+
 def _footprints(sites, values) -> dict:
     """(touched, filled) addresses per (array, direction) with a strided access, over
     its accesses whose indices evaluate."""
@@ -175,8 +294,10 @@ def _footprints(sites, values) -> dict:
                and a.stride is not None and abs(a.stride) > 1}
     result = {}
     for key in strided:
-        arrays = [values[a.index] for a in sites if (a.array, a.direction) == key
-                  and values.get(a.index) is not None]
+        arrays = [values[(a.index, a.guards)] for a in sites
+                  if (a.array, a.direction) == key
+                  and values.get((a.index, a.guards)) is not None]
+        arrays = [v for v in arrays if v.size]
         if not arrays:
             continue
         lo, hi = min(int(v.min()) for v in arrays), max(int(v.max()) for v in arrays)
@@ -194,13 +315,18 @@ def _array_extent(counts, sites, values, items, array_elements) -> dict:
     for array in dict.fromkeys(a.array for a in sites if a.space != "local"):
         mine = [a for a in sites if a.array == array]
         element = mine[0].element_bytes
-        reach = [values.get(a.index) for a in mine]
+        reach = [v for a in mine for v in (values.get((a.index, a.guards)) or [None])]
         accessed = {d: sum(Fraction(a.count) * items * element for a in mine
                            if a.direction == d) for d in ("read", "write")}
         if array in array_elements:
             size = int(array_elements[array]) * element
         elif all(v is not None for v in reach):
-            size = (max(int(v.max()) for v in reach) + 1) * element
+            size = (max((int(v.max()) for v in reach if v.size), default=-1) + 1) * element
+        elif counts.loops:
+            raise UsageError(f"kernel {counts.name!r}: the elements of array {array!r} "
+                             "cannot be worked out from its indices (they read data, or a "
+                             "loop whose range differs among work-items): give them "
+                             f"(--array {array}=ELEMENTS)")
         else:
             size = None
         for direction, word in (("read", "read"), ("write", "written")):

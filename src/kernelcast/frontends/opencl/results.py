@@ -36,7 +36,9 @@ class Access(NamedTuple):
     index's step, in elements, from one work-item to the next along dimension 0 when the
     index is affine in the dimension-0 ids (0 when it does not depend on them), None
     otherwise; ``index`` is the index's node in ``KernelCounts.nodes``;
-    ``element_bytes`` the bytes of one element of the array."""
+    ``element_bytes`` the bytes of one element of the array; ``guards`` the conditions
+    (node, whether it holds) of the branches around it and returns before it, where the
+    walk decided them: the access runs at the work-items where they all hold."""
 
     array: str
     space: str
@@ -47,6 +49,7 @@ class Access(NamedTuple):
     stride: int | None = None
     index: int | None = None
     element_bytes: int | None = None
+    guards: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,12 @@ class KernelCounts:
     """What one work-item of a kernel executes (docs/opencl.md): ``ops`` keyed
     ``"KIND:TYPE"``, ``accesses`` keyed ``"SPACE:DIRECTION:CLASS"``, both per work-item;
     ``defines`` maps each macro to its folded value (or its text when not constant);
-    ``loops`` counts the for loops the kernel runs; ``nodes`` is the table of the
-    structural expression nodes that ``Access.index`` points into (see values.Keys)."""
+    ``loops`` counts the loops the kernel runs; ``nodes`` is the table of the
+    structural expression nodes that ``Access.index`` points into (see values.Keys);
+    ``recurrences`` the operations per work-item on loop-carried paths, by
+    kernelcast.properties.recurrence's kinds (``acc += a[k]``: one flop per pass);
+    ``counters`` the lowest and highest value of each loop counter node whose loop runs
+    alike in every work-item (for the indices' reach)."""
 
     name: str
     work_dims: int
@@ -67,3 +74,5 @@ class KernelCounts:
     access_list: tuple = ()
     loops: int = 0
     nodes: tuple = field(default=(), compare=False, repr=False)
+    recurrences: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict, compare=False, repr=False)

@@ -16,9 +16,23 @@ from .builtins import CONSTANTS, MATH, WORK_ITEM
 from .errors import OpenCLSourceError
 from .expressions import Expressions
 from .parser import OpenCLUnit
+from .preprocessor import PREDEFINED_NAMES
 from .results import Argument, KernelCounts
+from .concrete import Concrete, convert_now
 from .statements import Statements
-from .values import CTYPES, INT_TYPES, TYPE_WORDS, FoldError, Keys, Val, convert, data_val, kind
+from .values import (
+    CTYPES,
+    INT_TYPES,
+    TYPE_WORDS,
+    FoldError,
+    Keys,
+    Val,
+    _fold,
+    common_type,
+    convert,
+    data_val,
+    kind,
+)
 
 MAX_DEPTH = 150           # nesting of expressions and statements
 MAX_NODES = 300_000       # expression and statement nodes walked, after macro expansion
@@ -34,12 +48,18 @@ class Var:
     (and names an array's current contents); ``folded`` marks a __constant scalar."""
 
     __slots__ = ("name", "vid", "ctype", "type", "kind", "space", "const", "dims", "state",
-                 "version", "folded")
+                 "version", "folded", "now", "now_from")
 
     def __init__(self, name, vid, ctype, kind_, space, const, dims=()):
         self.name, self.vid, self.ctype, self.type = name, vid, ctype, CTYPES[ctype][0]
         self.kind, self.space, self.const, self.dims = kind_, space, const, dims
         self.state, self.version, self.folded = None, 0, False
+        self.now = None  # its value at the sampled work-item, where known (concrete.py)
+        self.now_from = frozenset()  # the work-item functions that value follows from
+
+
+def article(ctype: str) -> str:
+    return "an" if ctype[0] in "aeiou" else "a"
 
 
 def _pos(node) -> tuple[int, int]:
@@ -50,19 +70,34 @@ def _pos(node) -> tuple[int, int]:
     return 1, 1
 
 
-class Walker(Statements, Expressions):
-    """One kernel's walk. ``mult`` is how many times the current code runs per
-    work-item (the product of the enclosing loops' trips; 0 in code that never runs);
-    ``table`` maps each array to the indices accessed so far (for "identical") and
-    ``loops`` holds, per enclosing loop, its trip and what it changes."""
+class Walker(Statements, Expressions, Concrete):
+    """One kernel's walk for one work-item. ``mult`` is how many times the current code
+    runs per work-item (the product of the enclosing loops' trips; 0 in code that never
+    runs); ``table`` maps each array to the indices accessed so far (for "identical") and
+    ``loops`` holds, per enclosing loop, its trip and what it changes. *scalars* gives
+    scalar arguments' values, *launch* the (global, local) sizes, *at* the sampled
+    work-item's global ids and *stats* ({line: value}) the probability of a branch or
+    the mean trip of a loop that depends on data."""
 
-    def __init__(self, unit: OpenCLUnit):
+    def __init__(self, unit: OpenCLUnit, scalars=None, launch=None, at=(), stats=None):
+        self.scalars, self.launch, self.at = dict(scalars or {}), launch, tuple(at)
+        self.stats = dict(stats or {})
+        self.consulted: set = set()  # (work-item function, dimension) decisions read
+        self.reading: set = set()    # those the value being evaluated reads
+        self.needed: set = set()     # work-item functions a decision needed, no launch given
+        self.used_scalars: set = set()
+        self.returned = False  # the sampled work-item has left the kernel
+        self.undecided = 0     # inside both branches of an if no walk can decide
         self.unit, self.path, self.macros = unit, unit.path, unit.macros
         self.keys = Keys()
         self.ops: dict[str, float] = {}
         self.accesses: dict[str, float] = {}
         self.records: list = []
         self.barriers = 0.0
+        self.recurrences: dict[str, float] = {}
+        self.counters: dict[int, tuple] = {}  # node of a loop counter -> its (lo, hi)
+        self.guards: list = []  # (condition node, holds) of the decided ifs around the walk
+        self.exits: list = []   # those of the returns passed: the rest runs where they hold
         self.mult = 1.0
         self.max_dim = -1
         self.scopes: list[dict[str, Var]] = [{}]
@@ -110,9 +145,13 @@ class Walker(Statements, Expressions):
         return None
 
     def macro(self, tok):
-        m = self.macros.get(str(tok))
+        """The definition of macro ``tok`` in force on the use's line (after its
+        #define, before an #undef; build options' macros are on line 0), or None."""
         line = self.site_line if self.site_line is not None else tok.line
-        return m if m is not None and m.line < line else None
+        for at, m in reversed(self.unit.macro_history.get(str(tok), ())):
+            if at < line:
+                return m
+        return None
 
     def conv(self, v: Val, t: str, node, ctype: str | None = None) -> Val:
         if kind(v.type) != kind(t) and v.const is None:
@@ -123,12 +162,12 @@ class Walker(Statements, Expressions):
             self.error(node, str(exc))
 
     def snapshot(self):
-        vars_ = [(v, v.state, v.version) for s in self.scopes for v in s.values()]
+        vars_ = [(v, v.state, v.version, v.now) for s in self.scopes for v in s.values()]
         return vars_, {a: dict(e) for a, e in self.table.items()}
 
     def restore(self, snap):
-        for v, state, version in snap[0]:
-            v.state, v.version = state, version
+        for v, state, version, now in snap[0]:
+            v.state, v.version, v.now = state, version, now
         self.table = {a: dict(e) for a, e in snap[1].items()}
 
     def dead(self, fn, *args):
@@ -144,14 +183,40 @@ class Walker(Statements, Expressions):
 
     def make_data(self, var: Var):
         var.version = self.fresh()
+        var.now = None
         if var.kind == "scalar" and not var.folded:
             var.state = data_val(self.keys, var.vid, var.version, var.ctype)
+
+    def now_of(self, node, var: Var, op: str = "="):
+        """The value *var* holds at the sampled work-item after ``var op node``; sets
+        what it follows from."""
+        self.reading = set(var.now_from) if op != "=" else set()
+        v = self.value(node)
+        var.now_from = frozenset(self.reading)
+        if v is None:
+            return None
+        if op != "=":
+            if var.now is None:
+                return None
+            t = common_type(var.type, v[1]) if op[:-1] not in ("<<", ">>") else var.type
+            try:
+                v = _fold(op[:-1], convert_now(var.now, t), convert_now(v[0], t), t), t
+            except (FoldError, TypeError):
+                return None
+        now = convert_now(v[0], var.type)
+        if now is not None and var.type in INT_TYPES:
+            lo, hi = CTYPES[var.ctype][2], CTYPES[var.ctype][3]
+            now = lo + (now - lo) % (hi - lo + 1)
+        return now
 
     # -- types and declarations ----------------------------------------------------------
 
     def specs(self, specs) -> tuple[str | None, list[str], str | None]:
         words, quals, space = [], [], None
-        for t in specs.children:
+        tokens = []
+        for t in specs.children:  # a typedef's name stands for its type's words
+            tokens += self.unit.typedefs.get(t, [t]) if isinstance(t, Token) else [t]
+        for t in tokens:
             if isinstance(t, Tree):
                 continue  # __attribute__((...)) is ignored
             if t.type == "VECTOR_TYPE":
@@ -178,9 +243,10 @@ class Walker(Statements, Expressions):
         name = str(tok)
         if name in self.scopes[-1]:
             self.error(tok, f"'{name}' is already declared")
-        m = self.macros.get(name)
-        if m is not None and m.line < tok.line:
-            self.error(tok, f"'{name}' is a macro (line {m.line}) and cannot be declared")
+        m = self.macro(tok)
+        if m is not None:
+            where = f"line {m.line}" if m.line else "a build option or predefined"
+            self.error(tok, f"'{name}' is a macro ({where}) and cannot be declared")
         if name in CONSTANTS or name in WORK_ITEM or name in MATH or name == "barrier":
             self.error(tok, f"'{name}' is a built-in name and cannot be declared")
         self.scopes[-1][name] = var
@@ -236,6 +302,17 @@ class Walker(Statements, Expressions):
             self.error(specs, f"a scalar argument cannot be __{space}")
         var = self.new_var(name, ctype, "scalar", "private", const)
         t, _, lo, hi = CTYPES[ctype]
+        if name in self.scalars:  # a size argument given: its value, read as a variable's
+            given = self.scalars[name]
+            now = convert_now(given, t)
+            if now is None or (lo is not None and not lo <= now <= hi) or (
+                    t in INT_TYPES and isinstance(given, float) and given != int(given)):
+                self.error(tok, f"the argument '{name}' is {article(ctype)} {ctype}: "
+                                f"{given!r} is not a value of it")
+            self.used_scalars.add(name)
+            var.now = now
+            if lo is not None:
+                lo = hi = now
         var.state = Val(t, None, False, 0, lo, hi, 0, self.keys(("param", var.vid, var.name)), _EMPTY)
         self.declare(tok, var)
         return Argument(name, ctype, False, "private", const)
@@ -265,6 +342,7 @@ class Walker(Statements, Expressions):
             if init.data == "init_list":
                 self.error(init, "a scalar cannot have a brace initializer")
             v = self.conv(self.eval(init), var.type, init, ctype)
+            var.now = self.now_of(init, var)
             if program_scope:
                 if v.const is None:
                     self.error(init, "a __constant variable needs a constant initializer")
@@ -318,6 +396,8 @@ class Walker(Statements, Expressions):
     def defines(self) -> dict:
         out = {}
         for name, m in self.macros.items():
+            if name in PREDEFINED_NAMES and m.line == 0:
+                continue
             value = m.value
             if m.tree is not None and m.error is None:
                 try:
@@ -340,6 +420,8 @@ class Walker(Statements, Expressions):
         specs, _, params, body = self.unit.kernel_trees[name].children
         self.scopes.append({})
         seen: set = set()
+        self.arguments = {str(c) for p in (params.children if params is not None else ())
+                          for c in p.children[1:] if isinstance(c, Token)}
         arguments = []
         for p in params.children if params is not None else ():
             arg = self.param(p, seen)
@@ -347,8 +429,14 @@ class Walker(Statements, Expressions):
                 arguments.append(arg)
         self.stmt(body)
         self.scopes.pop()
-        records = tuple(r[3] for r in sorted(self.records, key=lambda r: r[:3]))
+        merged: dict = {}  # a site walked at several of a loop's values counts once
+        for line, column, serial, a in sorted(self.records, key=lambda r: r[:3]):
+            site = (line, column, a.array, a.direction, a.access_class, a.stride)
+            known = merged.get(site)
+            merged[site] = a if known is None else known._replace(count=known.count + a.count)
+        records = tuple(merged.values())
         return KernelCounts(name, max(1, self.max_dim + 1), dict(sorted(self.ops.items())),
                             dict(sorted(self.accesses.items())), self.barriers,
                             tuple(arguments), self.defines(), records, self.loop_count,
-                            tuple(self.keys.nodes))
+                            tuple(self.keys.nodes), dict(sorted(self.recurrences.items())),
+                            dict(self.counters))
