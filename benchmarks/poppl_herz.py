@@ -5,7 +5,11 @@ on one device, then every model judged on the random kernels.
       DIR/poppl-herz.sqlite and the two random sets into DIR/random.sqlite, through
       OpenCL; with --cpu the CPU-sized suites (and the measurement-cpu suite, which the
       fitted models need, into DIR/opencl.sqlite). Writes DIR/device.json (device, driver,
-      preferred work-group multiple, date).
+      preferred work-group multiple, date). --only added measures only the
+      microbenchmarks added since the committed stores were measured (double precision,
+      math built-ins, __local accesses, barriers: benchmarks.added) into
+      DIR/poppl-herz.sqlite: into an unpacked copy of a committed store, they complete it
+      (the store refuses them where the device or driver is not the store's).
   evaluate (anywhere, no device): fits the Pöppl–Herz model (both variants, and the one
       on the hardware facts, which reads the random kernels' facts from
       DIR/facts-summaries.json.xz and its level ratios from
@@ -21,7 +25,7 @@ on one device, then every model judged on the random kernels.
       predictions of the Loopy twin. No random kernel is in any fitting set.
 
 Run:  python benchmarks/poppl_herz.py measure --out data/h100 [--device NVIDIA] [--cpu]
-          [--count 600] [--only microbenchmarks|random]
+          [--count 600] [--only microbenchmarks|added|random]
       python benchmarks/poppl_herz.py evaluate --dir data/h100 [--models ...]
 """
 
@@ -82,6 +86,12 @@ def measure(args) -> int:
         with Store(out / "poppl-herz.sqlite", backend.identity, create_dirs=True) as store:
             measure_suite(get_suite(micro), backend, store)
         print(f"microbenchmarks: {time.monotonic() - start:.0f} s", flush=True)
+    if args.only == "added":
+        from kernelcast.models.poppl_herz.benchmarks import added
+
+        with Store(out / "poppl-herz.sqlite", backend.identity, create_dirs=True) as store:
+            measure_suite(added(micro), backend, store)
+        print(f"added microbenchmarks: {time.monotonic() - start:.0f} s", flush=True)
     if args.only in (None, "random"):
         with Store(out / "random.sqlite", backend.identity, create_dirs=True) as store:
             for name in randoms:
@@ -400,8 +410,9 @@ def main() -> int:
     m.add_argument("--device", help="a substring of the OpenCL device's name")
     m.add_argument("--cpu", action="store_true", help="the CPU-sized suites")
     m.add_argument("--count", type=int, default=600, help="random kernels per set")
-    m.add_argument("--only", choices=("microbenchmarks", "random", "measurement"),
-                   help="measure only these")
+    m.add_argument("--only", choices=("microbenchmarks", "added", "random", "measurement"),
+                   help="measure only these (added: the microbenchmarks added since the "
+                        "committed stores, into DIR/poppl-herz.sqlite)")
     e = verbs.add_parser("evaluate", help="judge every model on the random kernels")
     e.add_argument("--dir", required=True, help="folder of the stores")
     e.add_argument("--cpu", action="store_true", help="the stores hold CPU-sized suites")

@@ -5,16 +5,20 @@ t = tTransfer(nWI, sWI) + tBase(nWI) + Σ_op W_op(n_op)·t_op(nWI) / U(nWG, nXU)
 with tBase = c_base·nWI + c_fixed, t_op = c_op·nWI, W_op the two-piece curve of
 kernelcast.models.poppl_herz.curves, U the fraction of SIMD lanes a work-group fills, and
 tTransfer = bytes/bw + latency for each direction. Counts n_op come from the OpenCL source
-(kernelcast.frontends.opencl): operations by kind and type, and global accesses by
-direction and class. Every parameter is fitted from the microbenchmarks of
-kernelcast.models.poppl_herz.benchmarks; nXU is given or measured from the work-group
-benchmark. ``classes=False`` is the slides' "simple" model: every global access costs what
-a coalesced one does.
+(kernelcast.frontends.opencl): operations by kind and type (math built-ins as
+``call.NAME``), global and __local accesses by direction and class, and barriers. Every
+parameter is fitted from the microbenchmarks of kernelcast.models.poppl_herz.benchmarks;
+nXU is given or measured from the work-group benchmark. A counted kind without a
+microbenchmark of its own is priced by the nearest measured one of the same type
+(CALL_FAMILIES; native_ built-ins by the plain one), or not at all, with an
+UncountedWarning: a profile fitted before the built-ins, double precision, __local
+accesses and barriers were measured predicts as it did. ``classes=False`` is the slides'
+"simple" model: every global access costs what a coalesced one does.
 
 ``predict`` gives the kernel's run time (what kernelcast measures and every other model
 predicts); ``transfer`` gives the copies, which ``table`` adds for the slides' total.
 
-Public names: PopplHerzModel, OpenCLWorkload, workload_of.
+Public names: PopplHerzModel, OpenCLWorkload, workload_of, CALL_FAMILIES.
 """
 
 from __future__ import annotations
@@ -52,6 +56,15 @@ MOST_SECONDS = 1.0
 #: W(n) prices n operations in units of one and the benchmarks measure n ≤ 128: a curve
 #: coefficient or saturation count beyond a million fits none of them.
 MOST_W = 1e6
+#: The measured built-in that prices a built-in without a microbenchmark of its own, of
+#: the same type (a double built-in is never priced by a float one). A native_ or half_
+#: built-in is priced by its own term, else the native_ one of its family, else the plain
+#: one of its family: native_cos by native_sin, else sin; native_exp2 by native_exp.
+CALL_FAMILIES = {"cos": "sin", "tan": "sin", "sinpi": "sin", "cospi": "sin", "tanpi": "sin",
+                 "exp2": "exp", "exp10": "exp", "expm1": "exp",
+                 "log2": "log", "log10": "log", "log1p": "log",
+                 "fmin": "fmax", "max": "fmax", "min": "fmax",
+                 "mad": "fma", "powr": "pow", "pown": "pow", "rootn": "pow"}
 FIT_SUITES = {"measurement": "poppl-herz", "measurement-cpu": "poppl-herz-cpu",
               "poppl-herz": "poppl-herz", "poppl-herz-cpu": "poppl-herz-cpu"}
 
@@ -157,8 +170,15 @@ class PopplHerzModel(Model):
         measured_simd = fit_simd_width(*zip(*wg, strict=True))
         self.simd_width_ = int(self.simd_width or measured_simd)
         self.terms_, report = {}, {"simd_width_measured": measured_simd, "clipped": []}
-        self._fit_ops(by_class["op"], reference, report)
-        self._fit_accesses(by_class["access"], reference, report)
+        first = {f"{k}:{t}" for k, t in bench.OPS}
+        ops, accesses, added = [], [], list(by_class.get("barrier", []))
+        for row in by_class["op"]:
+            (ops if row[0].variant.rsplit(":", 1)[0] in first else added).append(row)
+        for row in by_class["access"]:
+            (accesses if row[0].variant.startswith("global:") else added).append(row)
+        self._fit_ops(ops, reference, report)
+        self._fit_accesses(accesses, reference, report)
+        self._fit_added(added, reference, report)
         try:
             check_state(self._state())
         except ProfileError as err:
@@ -177,23 +197,83 @@ class PopplHerzModel(Model):
             kind, typ, count = case.variant.split(":")
             times.setdefault(f"{kind}:{typ}", {})[int(count), case.params["n"]] = t
         for key, grid in times.items():
-            counts = sorted({count for count, n in grid if n == reference})
-            low, high = counts[0], counts[-1]
-            sweep = sorted(n for count, n in grid if count == high and (low, n) in grid)
-            c = fit_slope(sweep, [(grid[high, n] - grid[low, n]) / (high - low)
-                                  for n in sweep])
-            if c <= 0:
-                report["clipped"].append(key)
-                curve = fit_piecewise(counts, counts)
-                c = 0.0
-            else:
-                curve = fit_piecewise(counts, [
-                    1 + (grid[n, reference] - grid[low, reference]) / (c * reference)
-                    for n in counts])
+            c, curve = self._fit_chain(key, grid, reference, report)
             if key == "convert:float":  # a step converts float -> int -> float
                 self.terms_["convert:int"] = (c / 2, curve)
                 c = c / 2
             self.terms_[key] = (c, curve)
+
+    @staticmethod
+    def _fit_chain(key, grid, reference, report):
+        """c and W of the chain *key* from *grid*: {(count, work-items): seconds}."""
+        counts = sorted({count for count, n in grid if n == reference})
+        low, high = counts[0], counts[-1]
+        sweep = sorted(n for count, n in grid if count == high and (low, n) in grid)
+        c = fit_slope(sweep, [(grid[high, n] - grid[low, n]) / (high - low)
+                              for n in sweep])
+        if c <= 0:
+            report["clipped"].append(key)
+            curve = fit_piecewise(counts, counts)
+            c = 0.0
+        else:
+            curve = fit_piecewise(counts, [
+                1 + (grid[n, reference] - grid[low, reference]) / (c * reference)
+                for n in counts])
+        return c, curve
+
+    def _fit_added(self, rows, reference, report):
+        """The terms of the microbenchmarks added to the first suite (benchmarks.ADDED_OPS,
+        LOCAL_ACCESSES, barriers), one family at a time in that order, each as an
+        operation's (_fit_ops: c from the fewest and the most, W(1) = 1) from its times
+        less the price of everything else its source counts (a built-in chain's extra
+        add, a barrier's local store) by the terms fitted before. No kernel with none of
+        a __local access or barrier is a baseline (a compiler drops a __local array that
+        is never read, with its stores and barriers), so they have W(1) = 1 as
+        operations do; __local accesses and barriers are timed at the reference size
+        only, where c is taken. A family measured at fewer than two counts, or not one of
+        those, is left out (reported as unfitted), and one whose fit is out of a
+        profile's bounds is clipped to zero."""
+        from kernelcast.frontends.opencl import count_kernel
+
+        families: dict[str, list] = {}
+        for case, t in rows:
+            if case.class_name == "barrier":
+                key, count = "barrier", case.variant
+            else:
+                key, count = case.variant.rsplit(":", 1)
+            families.setdefault(key, []).append((case, int(count), t))
+        order = [f"{k}:{t}" for k, t in bench.ADDED_OPS]
+        order += [":".join(a) for a in bench.LOCAL_ACCESSES] + ["barrier"]
+        unknown = sorted(set(families) - set(order))
+        if unknown:  # measured by another version of the benchmarks
+            report.setdefault("unfitted", []).extend(unknown)
+        counted = {}
+        for key in sorted(set(families) & set(order), key=order.index):
+            grid = {}
+            for case, count, t in families[key]:
+                if case.variant not in counted:
+                    counted[case.variant] = count_kernel(bench.source_of(case))
+                n = case.params["n"]
+                grid[count, n] = t - self._priced_seconds(counted[case.variant], n, key)
+            counts = {count for count, n in grid if n == reference}
+            if len(counts) < 2 or (max(counts), reference) not in grid \
+                    or (min(counts), reference) not in grid:
+                report.setdefault("unfitted", []).append(key)
+                continue
+            c, curve = self._fit_chain(key, grid, reference, report)
+            try:
+                _check_term(f"state.terms.{key}", {"c": c, "curve": curve.to_dict()})
+            except ProfileError:
+                report["clipped"].append(key)
+                c, curve = 0.0, fit_piecewise(sorted(counts), sorted(counts))
+            self.terms_[key] = (c, curve)
+
+    def _priced_seconds(self, counts, work_items, leave_out: str) -> float:
+        """Seconds of what *counts* (KernelCounts) counts but *leave_out*, by the terms
+        fitted so far (none for kinds without one), at *work_items*."""
+        every = {**counts.ops, **counts.accesses, "barrier": counts.barriers}
+        return sum(self._term(self._curve_key(key), n, work_items) or 0.0
+                   for key, n in every.items() if key != leave_out and n)
 
     def _ops_cost(self, counts, work_items) -> float:
         """Seconds of the operations of *counts* (KernelCounts) at *work_items*."""
@@ -233,8 +313,12 @@ class PopplHerzModel(Model):
     # {{{ prediction
 
     def _curve_key(self, key: str) -> str | None:
-        """The fitted term that prices *key*: itself, its integer family's (int), or for
-        an access under the simple model the coalesced one of its direction."""
+        """The fitted term that prices *key*: itself, its integer family's (int), for a
+        math built-in without a term of its own the nearest measured one of the same
+        type (CALL_FAMILIES), for an access under the simple model the coalesced one of
+        its direction, and for a __local access of any class the coalesced one of its
+        direction (only those are measured: bank conflicts are not priced). A key
+        without a fitted term is returned as it is, and counts as zero."""
         parts = key.split(":")
         if len(parts) == 3:  # an access: SPACE:DIRECTION:CLASS
             space, direction, cls = parts
@@ -242,11 +326,21 @@ class PopplHerzModel(Model):
                 return None
             if space == "constant":
                 space = "global"
-            if not self.classes:
+            if not self.classes or space == "local":
                 cls = "coalesced"
-            key = f"{space}:{direction}:{cls}"
-        elif parts[-1] in INTEGER:
+            return f"{space}:{direction}:{cls}"
+        if parts[-1] in INTEGER:
             key = f"{parts[0]}:int"
+        if key.startswith("call.") and key not in self.terms_:
+            name, typ = key[len("call."):].split(":")
+            prefix, plain = "", name
+            if name.startswith(("native_", "half_")):
+                prefix, plain = name.split("_", 1)
+            family = CALL_FAMILIES.get(plain, plain)
+            candidates = [f"{prefix}_{family}", f"native_{family}"] if prefix else []
+            for candidate in (*candidates, family):
+                if f"call.{candidate}:{typ}" in self.terms_:
+                    return f"call.{candidate}:{typ}"
         return key
 
     def _term(self, key: str, count: float, work_items: int) -> float | None:
@@ -260,9 +354,11 @@ class PopplHerzModel(Model):
         """The counts of *counts* (KernelCounts) gathered by what prices them: part name
         -> (fitted term, count). Integer types share int's terms; __constant arrays are
         priced as global ones; the simple model gathers a direction's accesses of every
-        class into one part priced as coalesced. Private accesses are free."""
+        class into one part priced as coalesced. Private accesses are free; barriers
+        (per work-item) are the part "barrier"."""
         gathered: dict[str, list] = {}
-        for key, n in {**counts.ops, **counts.accesses}.items():
+        every = {**counts.ops, **counts.accesses, "barrier": counts.barriers}
+        for key, n in every.items():
             term = self._curve_key(key)
             if not n or term is None:
                 continue
@@ -414,15 +510,20 @@ def check_state(state) -> None:
     if not isinstance(terms, dict) or not terms:
         raise ProfileError("state.terms is not an object of fitted terms")
     for key, entry in terms.items():
-        where = f"state.terms.{key}"
-        entry = _fields(where, entry, ("c", "curve"))
-        _number(f"{where}.c", entry["c"], 0.0, MOST_SECONDS,
-                "seconds per operation and work-item: a cost, under a second")
-        curve = _fields(f"{where}.curve", entry["curve"], ("a", "b", "c", "n_sat", "a2", "c2"))
-        _number(f"{where}.curve.b", curve["b"], *EXPONENTS,
-                "W grows at least as n^0.1 and at most as n²")
-        _number(f"{where}.curve.n_sat", curve["n_sat"], 0.0, MOST_W,
-                "a measured count of operations, up to a million")
-        for name in ("a", "c", "a2", "c2"):
-            _number(f"{where}.curve.{name}", curve[name], -MOST_W, MOST_W,
-                    "W counts operations in units of one, up to a million")
+        _check_term(f"state.terms.{key}", entry)
+
+
+def _check_term(where: str, entry) -> None:
+    """Raise a ProfileError naming the first field of the fitted term *entry* ({"c": ...,
+    "curve": ...}) at *where* that is missing or out of its bounds."""
+    entry = _fields(where, entry, ("c", "curve"))
+    _number(f"{where}.c", entry["c"], 0.0, MOST_SECONDS,
+            "seconds per operation and work-item: a cost, under a second")
+    curve = _fields(f"{where}.curve", entry["curve"], ("a", "b", "c", "n_sat", "a2", "c2"))
+    _number(f"{where}.curve.b", curve["b"], *EXPONENTS,
+            "W grows at least as n^0.1 and at most as n²")
+    _number(f"{where}.curve.n_sat", curve["n_sat"], 0.0, MOST_W,
+            "a measured count of operations, up to a million")
+    for name in ("a", "c", "a2", "c2"):
+        _number(f"{where}.curve.{name}", curve[name], -MOST_W, MOST_W,
+                "W counts operations in units of one, up to a million")
