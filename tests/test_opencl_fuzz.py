@@ -123,6 +123,10 @@ def mutate(text: str, rng: random.Random) -> str:
     return text
 
 
+WORDS += ["typedef", "typedef float real;\n", "real", "while (", "#if 0\n", "#endif\n",
+          "#ifdef TILE\n", "#else\n", "convert_int(", "INFINITY", "size_t", "-D"]
+
+
 def check(text: str) -> bool:
     """Count every kernel of ``text``; True if all counted, False on OpenCLSourceError."""
     try:
@@ -158,3 +162,55 @@ def test_fuzz_only_opencl_source_errors():
     elapsed = time.perf_counter() - start
     print(f"opencl fuzz: {CASES} cases ({counted} counted) in {elapsed:.1f} s")
     assert 0 < counted < CASES
+
+
+#: CI's share of the real programs' fuzz; benchmarks/fuzz_opencl_programs.py runs 10,000
+PROGRAM_CASES = 200
+
+
+def program_case(rng: random.Random) -> tuple:
+    """A mutated real program and a launch for it: (text, kernel, options, scalars,
+    global size, local size, stats), the launch's values sometimes extreme."""
+    from kernelcast.suites.opencl_programs import PROGRAMS, source
+
+    launch = rng.choice([p for p in PROGRAMS if p.size == "pocl"])
+    text = mutate(source(launch), rng) if rng.random() < 0.9 else source(launch)
+    scalars = {k: rng.choice([v, v, 0, -1, 1, 2**31 - 1, 2.5, 7]) if rng.random() < 0.2
+               else v for k, v in launch.scalars.items()}
+    if rng.random() < 0.05:
+        scalars["nope"] = 1
+    grid, group = launch.global_size, launch.local_size
+    if rng.random() < 0.1:
+        grid = tuple(rng.choice([1, 3, 64, 1 << 20]) for _ in grid)
+        group = tuple(rng.choice([1, 2, 64]) for _ in grid)
+    options = launch.options if rng.random() < 0.9 else rng.choice(["", "-D", "-D X=1", "-DTILE"])
+    return text, launch.kernel, options, scalars, grid, group, dict(launch.stats)
+
+
+def check_program(case) -> bool:
+    """Count a mutated real program at its launch: finite, non-negative counts, or an
+    OpenCLSourceError of one short line (positioned inside the text where it has a
+    position) — never another exception. True where it counted."""
+    text, kernel, options, scalars, grid, group, stats = case
+    try:
+        counts = count_kernel(text, kernel, path="fuzz.cl", options=options, scalars=scalars,
+                              global_size=grid, local_size=group, stats=stats)
+        for value in (*counts.ops.values(), *counts.accesses.values(), counts.barriers,
+                      *counts.recurrences.values()):
+            assert math.isfinite(value) and value >= 0, (counts, text)
+        return True
+    except OpenCLSourceError as e:
+        assert e.path == "fuzz.cl" and e.message, text
+        assert "\n" not in e.message and len(e.message) <= 400, (str(e)[:500], text)
+        if e.line:  # line 0: the build options
+            lines = text.split("\n")
+            assert 1 <= e.line <= len(lines), (str(e), text)
+        return False
+    except Exception as e:  # noqa: BLE001 -- any other exception is the finding
+        raise AssertionError(f"{type(e).__name__}: {e}\n--- case ---\n{case}") from e
+
+
+def test_fuzz_real_programs_at_their_launches():
+    rng = random.Random(20261127)
+    counted = sum(check_program(program_case(rng)) for _ in range(PROGRAM_CASES))
+    assert 0 < counted < PROGRAM_CASES
