@@ -228,36 +228,30 @@ def _reach(counts, access, global_size, local_size, scalars, memo):
 
 def _range(counts, key, global_size, local_size, scalars):
     """(lowest, highest) value of a loop counter over the launch: recorded where the loop
-    runs alike everywhere, else from its first value and bound at every work-item."""
+    runs alike everywhere, else from its first and last value at every work-item."""
     known = counts.counters[key]
     if len(known) == 2:
         return known
-    first_key, bound_key, op = known
-    first, bound = (index_values(counts.nodes, k, global_size, local_size, scalars)
-                    for k in (first_key, bound_key))
-    if first is None or bound is None:
+    ends = _ends(counts, key, global_size, local_size, scalars)
+    if ends is None:
         return None
-    end = {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
-    if op in ("<", "<="):
-        lo, hi = int(first.min()), int(bound.max()) + end
-    elif op in (">", ">="):
-        lo, hi = int(bound.min()) + end, int(first.max())
-    else:
-        lo, hi = int(min(first.min(), bound.min())), int(max(first.max(), bound.max()))
+    lo, hi = int(min(e.min() for e in ends)), int(max(e.max() for e in ends))
     return (lo, hi) if lo <= hi else None
 
 
 def _ends(counts, key, global_size, local_size, scalars):
     """(first, last) value of a loop counter at each work-item, where its loop's range
-    differs among them (arrays over the grid; None otherwise)."""
+    differs among them (arrays over the grid; None where it does not, or where they are
+    not known before run time)."""
     known = counts.counters[key]
     if len(known) == 2:
         return None
     first_key, bound_key, op = known
     first, bound = (index_values(counts.nodes, k, global_size, local_size, scalars)
                     for k in (first_key, bound_key))
-    last = bound + {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
-    return first, last
+    if first is None or bound is None:
+        return None
+    return first, bound + {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
 
 
 _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
