@@ -314,3 +314,34 @@ def test_loops_and_guards_give_the_properties_of_their_loopy_twins(name):
     # from source (0)
     assert {k: e[k] for k in f if k != "varying_global_loads"} == \
         {k: f[k] for k in f if k != "varying_global_loads"}
+
+
+def test_predict_a_real_program_from_the_command_line(capsys):
+    """A kernel of a real program, with its arguments, options, array lengths and a
+    statistic for its data-dependent loop, through `kernelcast predict`: each model's
+    prediction is the one the library makes from the same inputs."""
+    import json
+
+    from kernelcast.profile import load_profile
+    from kernelcast.suites.opencl_programs import DIRECTORY, PROGRAMS
+
+    launch = next(p for p in PROGRAMS if p.kernel == "spmv_csr" and p.size == "gpu")
+    (line, trips), = launch.stats.items()
+    argv = ["predict", str(DIRECTORY / launch.program), "--kernel-name", launch.kernel,
+            "--global-size", *map(str, launch.global_size),
+            "--local-size", *map(str, launch.local_size),
+            "--arg", *(f"{k}={v}" for k, v in launch.scalars.items()),
+            "--array", *(f"{a}={n}" for a, (_, n) in launch.arrays.items()),
+            "--stat", f"{line}={trips}", "--json"]
+    profile = next(PROFILES.glob("*h100*-opencl-extended.json"))
+    assert main([*argv, "--profile", str(profile)]) == 0
+    seconds = json.loads(capsys.readouterr().out)["seconds"]
+    props = opencl_properties((DIRECTORY / launch.program).read_text(), launch.global_size,
+                              launch.local_size, kernel=launch.kernel,
+                              scalars=launch.scalars, stats=launch.stats,
+                              array_elements={a: n for a, (_, n) in launch.arrays.items()})
+    assert seconds == pytest.approx(load_profile(profile).predict(props, {}), rel=1e-12)
+    assert main([*argv[:-3], "--json", "--model", "poppl-herz", "--device", "h100"]) == 2
+    assert "the trip count of the loop over 'k' depends on data" in capsys.readouterr().err
+    assert main([*argv, "--model", "poppl-herz", "--device", "h100"]) == 0
+    assert json.loads(capsys.readouterr().out)["seconds"] > 0
