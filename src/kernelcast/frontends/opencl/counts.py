@@ -13,6 +13,7 @@ OP_KINDS, INTERVAL_ELEMENTS, MAX_DEPTH.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -76,6 +77,7 @@ def count_kernel(source, kernel: str | None = None, path: str = "<source>",
         return counts
     ints = [int(v) for v in scalars.values() if float(v).is_integer()]
     ints += [v for v in counts.defines.values() if isinstance(v, int)]
+    ints += sorted({int(m) for m in _LITERAL.findall(unit.text)})  # `lid < 10`
     consulted, runs = set(probe.consulted), []
     for _ in range(2):  # once more if a sample's branches consulted other positions
         runs = [(weight, *walk(at)) for at, weight in work_items(consulted, launch, ints,
@@ -87,6 +89,7 @@ def count_kernel(source, kernel: str | None = None, path: str = "<source>",
     return _average(counts, [(weight, c) for weight, _, c in runs])
 
 
+_LITERAL = re.compile(r"(?<![\w.])[0-9]{1,9}(?![\w.])")
 #: At most this many work-items are walked for one launch
 MAX_SAMPLES = 4096
 
@@ -105,14 +108,17 @@ def _launch(path, global_size, local_size):
     return grid, group
 
 
-def _points(size: int, marks, near: int = 4) -> list[tuple[int, int]]:
+def _points(size: int, marks, near: int = 4, powers: bool = False) -> list[tuple[int, int]]:
     """(position, weight) over 0..size-1: every position within *near* of a mark (where
-    a branch on the position may turn), the middle of each stretch between them for the
-    rest."""
+    a branch on the position may turn) and next to a power of two where *powers*, the
+    middle of each stretch between them for the rest."""
     if size <= 2 * near + 8:
         return [(i, 1) for i in range(size)]
-    edges = sorted({0, size} | {m + k for m in marks for k in range(-near, near + 2)
-                                if 0 < m + k < size})
+    edges = {0, size} | {m + k for m in marks for k in range(-near, near + 2)
+                         if 0 < m + k < size}
+    if powers:
+        edges |= {p + k for p in _powers(size) for k in (0, 1) if 0 < p + k < size}
+    edges = sorted(edges)
     points = []
     for a, b in zip(edges, edges[1:]):  # the mean of what is linear in the position
         if (a + b - 1) % 2:
@@ -139,9 +145,9 @@ def work_items(consulted, launch, ints, middle) -> list[tuple[tuple, int]]:
         if not kinds:
             axes.append([(middle[d], size)])
         elif kinds <= {"get_global_id"}:
-            axes.append(_points(size, [0, *ints, *(v % size for v in ints), *_powers(size)]))
+            axes.append(_points(size, [0, *ints, *(v % size for v in ints)], powers=True))
         else:
-            lids = _points(local, [0, local, *_powers(local), *(v % local for v in ints)], 1)
+            lids = _points(local, [0, local, *(v % local for v in ints)], 1, powers=True)
             groups = -(-size // local)
             gs = _points(groups, [0, groups - 1, *(v // local for v in ints)], 1)
             axes.append([(g * local + lid, gw * lw) for g, gw in gs for lid, lw in lids
