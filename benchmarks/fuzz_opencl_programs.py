@@ -39,6 +39,10 @@ def main() -> int:
                                              "opencl-programs-fuzz.json"))
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.strip()
     rng = random.Random(args.seed)
     counted, findings, started = 0, [], time.perf_counter()
     for case_number in range(1, args.cases + 1):
@@ -50,10 +54,6 @@ def main() -> int:
         if case_number % 500 == 0 or case_number == args.cases:
             print(f"{case_number}/{args.cases} cases, {counted} counted, {len(findings)} "
                   f"findings, {time.perf_counter() - started:.0f} s", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    changed = subprocess.run(["git", "status", "--porcelain", "--", "src", "tests"], cwd=ROOT,
-                             capture_output=True, text=True).stdout.strip()
     doc = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
            "uncommitted_changes": bool(changed),
            "machine": f"{platform.machine()}, {platform.python_version()}",
