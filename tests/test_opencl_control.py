@@ -193,3 +193,14 @@ def test_typedefs_stand_for_their_types(pocl_device):
     assert _counted(single) == truth == 9
     with pytest.raises(OpenCLSourceError, match="typedef 'real' is defined twice"):
         count_kernel("typedef float real;\ntypedef int real;\n" + source.split("#endif\n")[1])
+
+
+def test_a_guard_relating_two_axes_is_sampled_finely(pocl_device):
+    """`if (x <= y)` turns along a diagonal, which no position along one axis marks:
+    both axes are cut into RELATED_PIECES stretches, and the share is estimated within
+    a percent."""
+    source = HEAD + ID2 + "    if (x <= y) cnt[gid] += 1;\n}\n"
+    truth = _run(pocl_device, source, (512, 512), (16, 16), 0, 0).mean()
+    counts = count_kernel(source, scalars={"n": 0, "m": 0}, global_size=(512, 512),
+                          local_size=(16, 16))
+    assert _counted(counts) == pytest.approx(truth, rel=0.01)

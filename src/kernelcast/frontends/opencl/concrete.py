@@ -54,6 +54,9 @@ class Concrete:
         self.reading = set()
         v = self.value(node)
         self.consulted |= self.reading
+        dims = {dim for _, dim in self.reading}
+        if len(dims) > 1:  # a decision on positions along two axes: j <= i
+            self.consulted |= {("related", dim) for dim in dims}
         return v
 
     def value(self, node):

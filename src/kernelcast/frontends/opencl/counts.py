@@ -90,6 +90,10 @@ def count_kernel(source, kernel: str | None = None, path: str = "<source>",
 
 
 _LITERAL = re.compile(r"(?<![\w.])[0-9]{1,9}(?![\w.])")
+#: Along an axis whose position a decision compares with another axis's (``j <= i``),
+#: every stretch is at most this fraction of the axis: such a share is estimated to
+#: about a percent
+RELATED_PIECES = 32
 #: At most this many work-items are walked for one launch
 MAX_SAMPLES = 4096
 
@@ -108,16 +112,20 @@ def _launch(path, global_size, local_size):
     return grid, group
 
 
-def _points(size: int, marks, near: int = 4, powers: bool = False) -> list[tuple[int, int]]:
+def _points(size: int, marks, near: int = 4, powers: bool = False,
+            pieces: int = 1) -> list[tuple[int, int]]:
     """(position, weight) over 0..size-1: every position within *near* of a mark (where
     a branch on the position may turn) and next to a power of two where *powers*, the
-    middle of each stretch between them for the rest."""
+    middle of each stretch between them for the rest, a stretch longer than
+    size/*pieces* cut into pieces that long."""
     if size <= 2 * near + 8:
         return [(i, 1) for i in range(size)]
     edges = {0, size} | {m + k for m in marks for k in range(-near, near + 2)
                          if 0 < m + k < size}
     if powers:
         edges |= {p + k for p in _powers(size) for k in (0, 1) if 0 < p + k < size}
+    if pieces > 1:
+        edges |= {size * k // pieces for k in range(1, pieces)}
     edges = sorted(edges)
     points = []
     for a, b in zip(edges, edges[1:]):  # the mean of what is linear in the position
@@ -142,14 +150,18 @@ def work_items(consulted, launch, ints, middle) -> list[tuple[tuple, int]]:
     axes = []
     for d, (size, local) in enumerate(zip(grid, group)):
         kinds = {name for name, dim in consulted if dim == d}
+        pieces = RELATED_PIECES if "related" in kinds else 1
+        kinds.discard("related")
         if not kinds:
             axes.append([(middle[d], size)])
         elif kinds <= {"get_global_id"}:
-            axes.append(_points(size, [0, *ints, *(v % size for v in ints)], powers=True))
+            axes.append(_points(size, [0, *ints, *(v % size for v in ints)], powers=True,
+                                pieces=pieces))
         else:
             lids = _points(local, [0, local, *(v % local for v in ints)], 1, powers=True)
             groups = -(-size // local)
-            gs = _points(groups, [0, groups - 1, *(v // local for v in ints)], 1)
+            gs = _points(groups, [0, groups - 1, *(v // local for v in ints)], 1,
+                         pieces=pieces)
             axes.append([(g * local + lid, gw * lw) for g, gw in gs for lid, lw in lids
                          if g * local + lid < size])
     samples = [((), 1)]
