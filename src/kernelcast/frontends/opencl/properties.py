@@ -29,12 +29,13 @@ properties of OpenCL source", says which count becomes which property):
 Kernels with ``for`` loops are refused (the extended model's loop-carried counts would be
 missing); both branches of an ``if`` count in full, as the front-end counts them.
 
-Public names: opencl_properties.
+Public names: opencl_properties, warp_stride, WARP_AGREEMENT.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import math
 import warnings
 from fractions import Fraction
@@ -92,18 +93,25 @@ def _constant(value) -> isl.PwQPolynomial:
 def opencl_properties(source, global_size, local_size=None, *, kernel: str | None = None,
                       path: str = "<source>", scalars: dict | None = None,
                       array_elements: dict | None = None,
-                      stats: dict | None = None) -> Properties:
+                      stats: dict | None = None, warp_strides: bool = True) -> Properties:
     """The Properties of one launch of an OpenCL C kernel (a source text or its
     KernelCounts) over *global_size* work-items in groups of *local_size* (default 1 in
     each dimension). They take no parameters: evaluate them with ``{}``. *scalars* gives
     scalar arguments by name (for loop bounds, branches and indices that read them);
     *array_elements* the elements of arrays by name (else inferred, see the module
     docstring); *stats* the statistics of data-dependent branches and loops
-    (kernelcast.frontends.opencl.count_kernel)."""
+    (kernelcast.frontends.opencl.count_kernel). *warp_strides*: an index the affine
+    analysis leaves irregular takes the stride its warps' lanes share (``warp_stride``);
+    False keeps the paper's reading (Loopy's extraction of a twin)."""
     counts = source if isinstance(source, KernelCounts) else count_kernel(
         source, kernel, path=path, scalars=scalars, global_size=global_size,
         local_size=local_size, stats=stats)
     global_size, local_size = _geometry(counts, global_size, local_size)
+    if warp_strides:
+        counts = replace(counts, access_list=tuple(
+            a if a.stride is not None or a.space in ("local", "private") else a._replace(
+                stride=warp_stride(counts, a, global_size, local_size, scalars))
+            for a in counts.access_list))
     items = math.prod(global_size)
     groups = items // math.prod(local_size)
     totals: dict[str, Fraction] = {}
@@ -179,16 +187,8 @@ def _reach(counts, access, global_size, local_size, scalars, memo):
     index = access.index
     if index is None:  # an access the walked work-item does not run
         return None
-    seen, stack, mine = set(), [index, *(k for k, _ in access.guards)], []
-    while stack:
-        k = stack.pop()
-        if k in seen:
-            continue
-        seen.add(k)
-        if k in counts.counters:
-            mine.append(k)
-        stack.extend(c for c in counts.nodes[k][1:] if isinstance(c, int)
-                     and c < len(counts.nodes) and counts.nodes[k][0] in _OPERANDS)
+    mine = list(dict.fromkeys(k for root in (index, *(g for g, _ in access.guards))
+                              for k in _counter_nodes(counts, root)))
     if len(mine) > 4:
         return None
     ranges = {k: _range(counts, k, global_size, local_size, scalars) for k in mine}
@@ -224,6 +224,68 @@ def _reach(counts, access, global_size, local_size, scalars, memo):
         arrays.append(_where(counts, access, v, global_size, local_size, scalars, cache,
                              fixed))
     return arrays
+
+
+#: A stride is the warps' where at least this share of the sampled warps step by it
+WARP_AGREEMENT = 0.9
+#: work-groups sampled for a warp stride (evenly over the launch)
+WARP_GROUPS = 256
+
+
+def warp_stride(counts, access, global_size, local_size, scalars=None) -> int | None:
+    """The step, in elements, from each lane of a warp to the next at *access* where at
+    least WARP_AGREEMENT of the warps of WARP_GROUPS work-groups spread over the launch
+    share it (None otherwise, or where the index's values are not known before run
+    time): warps are 32 consecutive work-items of a group numbered with local axis 0
+    fastest (CUDA's layout), and a loop counter the index reads is at its lowest
+    value. ``x & 0x7F`` steps by 1 in every warp of a group of 128, and so does a row
+    of ``i = gid / n; j = gid % n``, where the affine analysis gives up."""
+    if access.index is None:
+        return None
+    counters = {}
+    for k in _counter_nodes(counts, access.index):
+        known = _range(counts, k, global_size, local_size, scalars)
+        if known is None:
+            return None
+        counters[k] = known[0]
+    v = index_values(counts.nodes, access.index, global_size, local_size, scalars, {},
+                     counters)
+    if v is None:
+        return None
+    g = tuple(global_size) + (1,) * (3 - len(global_size))
+    lo = tuple(local_size) + (1,) * (3 - len(local_size))
+    groups = [n // size for n, size in zip(g, lo)]
+    per_axis = max(1, int(WARP_GROUPS ** (1 / max(1, sum(n > 1 for n in groups)))))
+    picked = [np.linspace(0, n - 1, min(n, per_axis)).astype(int) for n in groups]
+    rows = [(p[:, None] * size + np.arange(size)).ravel() for p, size in zip(picked, lo)]
+    chosen = np.broadcast_to(v, (g[2], g[1], g[0]))[np.ix_(rows[2], rows[1], rows[0])]
+    lanes = chosen.reshape(len(picked[2]), lo[2], len(picked[1]), lo[1], len(picked[0]),
+                           lo[0]).transpose(0, 2, 4, 1, 3, 5).reshape(-1, lo[0] * lo[1] * lo[2])
+    full = lanes.shape[1] // 32 * 32
+    if not full:
+        return None
+    warps = lanes[:, :full].reshape(-1, 32).astype(np.int64)
+    steps = np.diff(warps, axis=1)
+    even = (steps == steps[:, :1]).all(axis=1)
+    if not even.any():
+        return None
+    values, seen = np.unique(steps[even, 0], return_counts=True)
+    return int(values[seen.argmax()]) if seen.max() >= WARP_AGREEMENT * len(warps) else None
+
+
+def _counter_nodes(counts, index) -> list:
+    """The loop counters' nodes an index reads."""
+    seen, stack, found = set(), [index], []
+    while stack:
+        k = stack.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        if k in counts.counters:
+            found.append(k)
+        stack.extend(c for c in counts.nodes[k][1:] if isinstance(c, int)
+                     and c < len(counts.nodes) and counts.nodes[k][0] in _OPERANDS)
+    return found
 
 
 def _range(counts, key, global_size, local_size, scalars):
