@@ -1161,12 +1161,31 @@ def section_reliability() -> list[str]:
                    f"; {conc['creators']} processes creating one store at once: "
                    f"{conc['races_all_created']} of {conc['races']} races all succeeded.")
         out += fuzz_lines(doc.get("fuzz") or {})
+        out += opencl_fuzz_lines()
         out += ["", "Exit statuses: 0 success; 1 the job failed; 2 a usage error; 130 and "
                 "143 stopped by Ctrl-C or SIGTERM after saying what was stored "
                 "(docs/cli.md)."]
     except (KeyError, TypeError, ValueError) as err:
         out.append(f"*Not generated: `{rel(path)}` is not in the expected form ({err}).*")
     return out
+
+
+def opencl_fuzz_lines() -> list[str]:
+    """The fuzz of the OpenCL front-end on the real programs
+    (benchmarks/fuzz_opencl_programs.py)."""
+    path = DATA / "reliability" / "opencl-programs-fuzz.json"
+    if not path.exists():
+        return []
+    fz = json.loads(path.read_text(encoding="utf-8"))
+    tree = " (with uncommitted changes)" if fz["uncommitted_changes"] else ""
+    return [f"- **OpenCL front-end on real programs** "
+            f"(`benchmarks/fuzz_opencl_programs.py`, {fz['date'][:10]}, commit "
+            f"{fz['commit']}{tree}, seed {fz['seed']}, {fz['seconds']:.0f} s): "
+            f"{fz['cases']} mutations of the programs of data/opencl-programs/, each counted "
+            f"at a launch of its kernel (arguments, options and sizes sometimes extreme): "
+            f"{fz['counted']} counted with finite, non-negative counts, "
+            f"{fz['typed_errors']} refused with a one-line OpenCLSourceError, "
+            f"{len(fz['findings'])} other exceptions."]
 
 
 FUZZ_CHECKS = {  # the judge's checks (tests/fuzz_run.py CHECKS): what each asserts
