@@ -1,14 +1,18 @@
-"""Counting what one work-item of an OpenCL kernel executes, and classifying its memory
-accesses, for the Pöppl–Herz static model (docs/opencl.md defines every rule).
+"""Counting what a work-item of an OpenCL kernel executes at one launch, on average, and
+classifying its memory accesses (docs/opencl.md defines every rule).
 
 The walk (walker.py) checks names and types, folds constants, counts operations by
 kind and type (``"mul:float"``), accesses by address space, direction and class
-(``"global:read:coalesced"``) and barriers. Loops multiply what their body counts by
-their constant trip count; both branches of an ``if`` are counted (a SIMD machine runs
-both when work-items diverge).
+(``"global:read:coalesced"``) and barriers, at one work-item: its branches and loop
+trips are decided by the scalar arguments given, its position and the launch's sizes
+(concrete.py). A launch whose decisions read no position is walked once; otherwise
+``work_items`` samples the work-items where a decision may turn (near the values the
+kernel compares with) and the stretches between, and the counts are their weighted
+mean. Without a launch, a branch on the position counts both sides (a SIMD machine
+runs both when work-items diverge).
 
-Public names: count_kernel, access_class, KernelCounts, Argument, Access, ACCESS_CLASSES,
-OP_KINDS, INTERVAL_ELEMENTS, MAX_DEPTH.
+Public names: count_kernel, access_class, work_items, KernelCounts, Argument, Access,
+ACCESS_CLASSES, OP_KINDS, INTERVAL_ELEMENTS, MAX_DEPTH, MAX_SAMPLES, RELATED_PIECES.
 """
 
 from __future__ import annotations

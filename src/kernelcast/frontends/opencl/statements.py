@@ -1,9 +1,14 @@
-"""Statements: blocks, declarations' use, if (both branches), for loops with a constant
-trip count, barriers; and what is known about variables across branches and loops.
+"""Statements: blocks, declarations' use, if, for, while and do loops, returns, barriers;
+and what is known about variables across branches and loops.
 
-A mixin of the kernel walker (walker.py). Loops multiply what their body counts by their
-trip count; at a loop's entry the variables it assigns become data (their value differs
-per iteration) and remembered accesses to arrays it writes are forgotten.
+A mixin of the kernel walker (walker.py). A branch whose condition is known at the walked
+work-item (concrete.py) counts alone; one on data counts both sides, or each weighted by
+the probability given for its line. A loop's trips come from its counter's values at
+the walked work-item (or the mean given for a loop on data); its body counts once per
+trip, or is walked at each value of the counter (at most CHUNKS runs of them) where a
+branch or trip count inside follows the counter. At a loop's entry the variables it
+assigns become data (their value differs per iteration) and remembered accesses to
+arrays it writes are forgotten.
 
 Public names: Statements.
 """

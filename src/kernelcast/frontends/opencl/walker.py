@@ -85,7 +85,6 @@ class Walker(Statements, Expressions, Concrete):
         self.consulted: set = set()  # (work-item function, dimension) decisions read
         self.reading: set = set()    # those the value being evaluated reads
         self.needed: set = set()     # work-item functions a decision needed, no launch given
-        self.used_scalars: set = set()
         self.returned = False  # the sampled work-item has left the kernel
         self.undecided = 0     # inside both branches of an if no walk can decide
         self.unit, self.path, self.macros = unit, unit.path, unit.macros
@@ -309,7 +308,6 @@ class Walker(Statements, Expressions, Concrete):
                     t in INT_TYPES and isinstance(given, float) and given != int(given)):
                 self.error(tok, f"the argument '{name}' is {article(ctype)} {ctype}: "
                                 f"{given!r} is not a value of it")
-            self.used_scalars.add(name)
             var.now = now
             if lo is not None:
                 lo = hi = now
