@@ -126,7 +126,9 @@ WORKLOADS = [
 
 
 def test_every_corner_of_the_accepted_hardware_gives_a_finite_positive_time():
-    names = sorted(BOUNDS)
+    # the tuner's launch limit, which no estimate reads, at one value: twice the
+    # corners would only repeat every estimate
+    names = sorted(n for n in BOUNDS if n != "static_shared_mem_per_block")
     choices = [(*BOUNDS[n][:2], None) if n == "registers_per_sm" else BOUNDS[n][:2]
                for n in names]
     estimated = 0
