@@ -24,6 +24,7 @@ import math
 from lark import Tree
 
 from .builtins import CONSTANTS, conversion_type
+from .errors import OpenCLSourceError
 from .values import CTYPES, INT_TYPES, FoldError, _fold, common_type, float_literal
 from .values import int_literal, wrap
 
@@ -149,9 +150,11 @@ class Concrete:
     def v_cast(self, node):
         _, type_name, operand = node.children
         a = self.value(operand)
-        words = [str(t) for t in type_name.children[0].children if not isinstance(t, Tree)]
-        ctype = next((w for w in words if w in CTYPES), None)
-        if a is None or ctype is None or len(type_name.children) > 1:
+        try:  # the walk's own reading of the type: `unsigned int`, a typedef's name
+            ctype = self.specs(type_name.children[0])[0]
+        except OpenCLSourceError:  # the walk reports it where it evaluates the cast
+            return None
+        if a is None or ctype not in CTYPES or len(type_name.children) > 1:
             return None
         t = CTYPES[ctype][0]
         v = convert_now(a[0], t)
