@@ -32,6 +32,9 @@ INDICES = [
     "get_global_size(0) * get_num_groups(1) + get_local_size(0) - x",
     "(x * y * 1103515245 + 12345) & 0xFFFF", "(x > 3) + (y == 2) * 2 + !(x - 4) * 4",
     "((unsigned int)x * 2654435761u) >> 20", "(long)x * 3000000000L % 1000003",
+    "(int)(x * 0.5f)", "convert_int(floor(((float)x + 0.5f) * 1.5f - 0.5f)) + y",
+    "(int)((float)y / 3.0f + x)", "(int)fmax((float)x - 3.7f, 0.25f) * 2",
+    "(int)(sqrt((double)(x * y)) * 10.0)", "(int)ceil(x / 7.0f) - (int)(-x * 0.3f)",
 ]
 GLOBAL, LOCAL = (24, 10), (8, 5)
 
@@ -73,7 +76,7 @@ def test_index_values_match_pocl(pocl_device):
 def test_indices_that_read_data_or_unknown_scalars_have_no_value():
     counts = count_kernel("__kernel void k(__global float *a, __global int *j, int n) {\n"
                           "    int x = get_global_id(0);\n"
-                          "    a[x] = a[j[x]] + a[n * x] + a[(int)(x * 0.5f)];\n}\n")
+                          "    a[x] = a[j[x]] + a[n * x] + a[(int)exp((float)x)];\n}\n")
     reads = [a for a in counts.access_list if a.array == "a" and a.direction == "read"]
     assert [index_values(counts.nodes, a.index, (64,), (8,)) for a in reads] == [None] * 3
     scaled = index_values(counts.nodes, reads[1].index, (64,), (8,), scalars={"n": 3})
@@ -108,7 +111,9 @@ def _brute_utilization(indices, stride):
     ("b[y * 64 + x] = (float)d[y * 64 + x];", {"load_global_64_s1": 2048}),
 ])
 def test_stride_classes_of_hand_written_kernels(body, expected):
-    props = _props(body)
+    """The paper's reading (a non-affine index is irregular, as Loopy's extraction
+    classes a twin's); warp strides are tested below."""
+    props = _props(body, warp_strides=False)
     values = props.evaluate({})
     loads = {k: v for k, v in values.items() if k.startswith("load_global")}
     assert loads == expected
@@ -127,6 +132,34 @@ def test_utilization_is_the_brute_force_footprint(index, f, stride):
     assert strided.utilization == _brute_utilization([f, lambda x, y: 5000], stride)
 
 
+@pytest.mark.parametrize("union_points", [1 << 22, 300, 70])
+@pytest.mark.parametrize("loop, index, f", [
+    ("for (int c = 0; c < 24; c++)", "x * 40 + 3 * c", lambda x, y, c: 40 * x + 3 * c),
+    ("for (int c = y; c < 24; c += 5)", "x * 64 + c", lambda x, y, c: 64 * x + c),
+    ("for (int c = 2; c < 24; c += 5)", "x * 64 + c", lambda x, y, c: 64 * x + c),
+    ("for (int c = 0; c < 24; c++) if (c < x)", "x * 30 + c",
+     lambda x, y, c: 30 * x + c if c < x else None),
+])
+def test_the_footprint_of_a_loop_is_every_pass_of_its_counter(loop, index, f,
+                                                                 union_points, monkeypatch):
+    """An index in a loop reaches what every value of the counter reaches (one work-item
+    row's loop runs from its own y), whether counted at once or in chunks of the
+    counter's values (the launch made small, so that its chunks are few values)."""
+    import kernelcast.frontends.opencl.properties as module
+
+    monkeypatch.setattr(module, "UNION_POINTS", union_points)
+    props = _props(f"{loop} b[y * 64 + x] += a[{index}];", global_size=(64, 4),
+                   local_size=(16, 4))
+    start = {"c = y": lambda y: y, "c = 2": lambda y: 2}.get(loop[9:14], lambda y: 0)
+    step = 5 if "c += 5" in loop else 1
+    touched = {e for x in range(64) for y in range(4) for c in range(start(y), 24, step)
+               if (e := f(x, y, c)) is not None}
+    strided = next(a for a in props.accesses if a.array == "a")
+    filled = max(touched) - min(touched) + 1 + abs(strided.stride) - 1
+    assert strided.utilization == Fraction(len(touched), filled)
+    assert props.extent({})["read a"] == 4 * (max(touched) + 1)
+
+
 def test_operations_become_the_papers_flops():
     props = _props("b[y * 64 + x] = a[x] * 2.0f - a[x] / 3.0f + sqrt(a[y]) + "
                    "pow(a[x], 1.5f) + (float)(d[x] * 2.0 + 1.0) + -a[x] + (x * y > 3);")
@@ -143,7 +176,11 @@ def test_array_sizes_come_from_the_indices_or_are_given():
     extent = props.extent({})
     assert extent["read a"] == 4 * (63 * 32 + 31 + 1)  # highest element + 1
     assert extent["written b"] == 4 * 64 * 32
-    assert extent["read a accessed"] == 2 * 4 * 64 * 32
+    # a[x & 0x7F] in groups of 16 x 4: a warp touches 2 sectors (stride 0, a float a
+    # lane); a[x * 32 + y]: a sector a lane
+    assert extent["read a accessed"] == 64 * 32 * (4 + 32)
+    paper = _props("b[y * 64 + x] = a[x & 0x7F] + a[x * 32 + y];", warp_strides=False)
+    assert paper.extent({})["read a accessed"] == 2 * 4 * 64 * 32  # elements
     assert extent["work_items"] == 64 * 32
     given = _props("b[y * 64 + x] = a[x];", array_elements={"a": 10**6}).extent({})
     assert given["read a"] == 4 * 10**6
@@ -260,8 +297,8 @@ def _twin(domain, instruction, args, fixed, splits):
 @pytest.mark.parametrize("name", ["gemm", "syrk", "guarded scale"])
 def test_loops_and_guards_give_the_properties_of_their_loopy_twins(name):
     """Loops bounded by arguments and by the work-item's position, recurrences and
-    guards at the grid's edge: the properties of the OpenCL source are those Loopy's
-    extraction gives its twin (written to generate the same code)."""
+    guards at the grid's edge: the properties of the OpenCL source in the paper's reading
+    are those Loopy's extraction gives its twin (written to generate the same code)."""
     import loopy as lp
 
     from kernelcast.properties import extract_properties
@@ -307,7 +344,7 @@ def test_loops_and_guards_give_the_properties_of_their_loopy_twins(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncountedWarning)
         twin = extract_properties(knl)
-    ours = opencl_properties(source, *launch, scalars=scalars)
+    ours = opencl_properties(source, *launch, scalars=scalars, warp_strides=False)
     assert ours.evaluate({}) == twin.evaluate({})
     e, f = ours.extent({}), twin.extent({})
     # the loads of the work-item that runs a varying loop longest are not counted
@@ -352,11 +389,14 @@ def test_predict_a_real_program_from_the_command_line(capsys):
     ("(x / 64) * 128 + x % 64", (256,), (4096,)), ("x * 3 % 7", (64,), (512,)),
     ("(x % 4096) * 2", (32,), (8192,)), ("y * 64 + (x ^ 1)", (16, 16), (64, 64)),
     ("y * 64 + (x & 15)", (16, 16), (64, 64)), ("(x >> 5) + y", (32, 4), (128, 8)),
+    ("(3 * x) / 2", (64,), (1024,)), ("x * 37 % 4096", (128,), (2048,)),
+    ("(x * x) % 512", (32, 2), (64, 4)),
 ])
 def test_warp_strides_are_what_the_lanes_of_each_warp_address(index, local, grid):
     """An index the affine analysis leaves irregular takes the step its warps' lanes
     share, checked against the lanes listed one by one: warps of 32 work-items of a
-    group, local axis 0 fastest; none where no step is shared by 90% of the warps."""
+    group, local axis 0 fastest. Where no step is shared by 90% of the warps, the stride
+    whose warp touches as many 32-byte sectors as the listed warps do on average."""
     from kernelcast.frontends.opencl.properties import warp_stride
 
     dims = len(grid)
@@ -379,9 +419,34 @@ def test_warp_strides_are_what_the_lanes_of_each_warp_address(index, local, grid
     steps = [{b - a for a, b in zip(w, w[1:])} for w in warps]
     shared = [s.pop() for s in steps if len(s) == 1]
     best = max(set(shared), key=shared.count) if shared else None
-    expected = best if best is not None and shared.count(best) >= 0.9 * len(warps) else None
+    if best is not None and shared.count(best) >= 0.9 * len(warps):
+        expected = best
+    else:  # 4-byte elements: a stride-s warp touches 4 s sectors
+        sectors = sum(len({4 * e // 32 for e in w}) for w in warps) / len(warps)
+        expected = round(sectors / 4)
     assert access.stride is None  # left irregular by the affine analysis
     assert warp_stride(counts, access, grid, local) == expected
     cls = next(a.stride_class for a in opencl_properties(source, grid, local).accesses
                if a.array == "a")
-    assert (cls == "irregular") == (expected is None)
+    assert cls != "irregular"
+
+
+def test_an_index_computed_in_float_has_the_stride_of_its_sectors():
+    """A bilinear resize's source pixel, computed in float as C computes it, is known
+    before run time: scaling by 1.5 its warps touch 6 or 7 sectors of floats (stride 2),
+    by 0.5 two or three (stride 1)."""
+    from kernelcast.frontends.opencl.properties import warp_stride
+
+    for scale, expected in (("1.5f", 2), ("0.5f", 1)):
+        source = ("__kernel void k(__global const float *a, __global float *b) {\n"
+                  "    int x = get_global_id(0);\n"
+                  f"    int s = convert_int(floor(((float)x + 0.5f) * {scale} - 0.5f));\n"
+                  "    b[x] = a[max(s, 0)];\n}\n")
+        counts = count_kernel(source, global_size=(4096,), local_size=(256,))
+        access = next(a for a in counts.access_list if a.array == "a")
+        x = np.arange(4096, dtype=np.float32)
+        s = np.maximum(np.floor((x + np.float32(0.5)) * np.float32(float(scale[:-1]))
+                                - np.float32(0.5)).astype(np.int64), 0)
+        sectors = np.mean([len(set(w)) for w in (4 * s // 32).reshape(-1, 32)])
+        assert round(sectors / 4) == expected
+        assert warp_stride(counts, access, (4096,), (256,)) == expected

@@ -180,7 +180,11 @@ def work_items(consulted, launch, ints, middle) -> list[tuple[tuple, int]]:
 
 def _average(first: KernelCounts, runs) -> KernelCounts:
     """The counts of several sampled work-items, weighted; accesses merged by site
-    (line, array, direction, class and stride), their index from the first walk."""
+    (line, array, direction, class and stride), their index, loop counters and
+    expression nodes from the walk that ran the most sites (the first, of equals): the
+    middle work-item may run none of a loop that others run."""
+    walks = [first] + [c for _, c in runs]
+    first = max(walks, key=lambda c: sum(a.index is not None for a in c.access_list))
     total = sum(w for w, _ in runs)
     ops, accesses, barriers, records, recurrences = {}, {}, 0.0, {}, {}
     index = {(a.line, a.array, a.direction, a.access_class, a.stride): a

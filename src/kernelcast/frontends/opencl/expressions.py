@@ -412,7 +412,7 @@ class Expressions:
         self.records.append((tok.line, tok.column, len(self.records), Access(
             var.name, var.space, direction, cls, tok.line, n, stride,
             None if idx is None else idx.key, TYPE_BYTES.get(var.ctype),
-            tuple(self.guards + self.exits))))
+            tuple(self.guards + self.exits), tuple(self.loop_counters))))
 
     def access(self, var, idx: Val, direction: str, tok) -> Val:
         """Count and classify one access; a read returns the element's value."""

@@ -21,15 +21,20 @@ properties of OpenCL source", says which count becomes which property):
 - local accesses ``load_local``/``store_local``, ``barrier``, ``workgroup`` and
   ``launch``, as extraction counts them.
 - the extent the extended and Hong–Kim models read: ``work_items``; per array its size
-  (``read a``, ``written a``) and the bytes its accesses cover (``… accessed``). OpenCL
-  C does not declare an array's size: it is *array_elements* where given, else the
-  highest element the kernel's indices reach plus one where they can be evaluated, else
-  the bytes accessed. Straight-line code has no recurrences: those extents are 0.
+  (``read a``, ``written a``) and the bytes its accesses move (``… accessed``): with
+  warp strides, each access moves its share of its warp's 32-byte sectors (a lane of a
+  warp of stride s moves min(s × element, 32) bytes, an irregular one a sector), as
+  DRAM moves whole sectors; in the paper's reading, its elements. OpenCL C does not
+  declare an array's size: it is *array_elements* where given, else the highest element
+  the kernel's indices reach plus one where they can be evaluated, else the bytes
+  accessed. Recurrences are counted from the source (KernelCounts.recurrences).
 
-Kernels with ``for`` loops are refused (the extended model's loop-carried counts would be
-missing); both branches of an ``if`` count in full, as the front-end counts them.
+Loops count at their trips, decided branches at the work-items that take them, and
+branches on data by the statistics given (kernelcast.frontends.opencl.count_kernel);
+an index in a loop reaches what every value of its counter reaches.
 
-Public names: opencl_properties, warp_stride, WARP_AGREEMENT.
+Public names: opencl_properties, warp_stride, sectors_stride, counter_nodes, counter_range,
+launch_geometry, WARP_AGREEMENT.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ def _flop(key: str) -> str | None:
     return arith_name(op, precision) if op else None
 
 
-def _geometry(counts, global_size, local_size) -> tuple[tuple, tuple]:
+def launch_geometry(counts, global_size, local_size) -> tuple[tuple, tuple]:
     global_size = tuple(int(g) for g in global_size)
     local_size = tuple(int(s) for s in (local_size or (1,) * len(global_size)))
     if not 1 <= len(global_size) <= 3 or len(local_size) != len(global_size):
@@ -106,7 +111,7 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
     counts = source if isinstance(source, KernelCounts) else count_kernel(
         source, kernel, path=path, scalars=scalars, global_size=global_size,
         local_size=local_size, stats=stats)
-    global_size, local_size = _geometry(counts, global_size, local_size)
+    global_size, local_size = launch_geometry(counts, global_size, local_size)
     if warp_strides:
         counts = replace(counts, access_list=tuple(
             a if a.stride is not None or a.space in ("local", "private") else a._replace(
@@ -171,7 +176,8 @@ def opencl_properties(source, global_size, local_size=None, *, kernel: str | Non
               **{f"recurrence_{k}": Fraction(counts.recurrences.get(k, 0)) * items
                  for k in RECURRENCE_KINDS},
               **{f"serial_{k}": 0 for k in SERIAL_KINDS}, "work_items": items,
-              **_array_extent(counts, sites, values, items, array_elements or {})}
+              **_array_extent(counts, sites, values, items, array_elements or {},
+                              sectors=warp_strides)}
     return Properties(
         counts.name, (), {n: _constant(v) for n, v in sorted(
             totals.items(), key=lambda kv: ORDER[kv[0]]) if v},
@@ -188,31 +194,15 @@ def _reach(counts, access, global_size, local_size, scalars, memo):
     if index is None:  # an access the walked work-item does not run
         return None
     mine = list(dict.fromkeys(k for root in (index, *(g for g, _ in access.guards))
-                              for k in _counter_nodes(counts, root)))
+                              for k in counter_nodes(counts, root)))
     if len(mine) > 4:
         return None
-    ranges = {k: _range(counts, k, global_size, local_size, scalars) for k in mine}
+    ranges = {k: counter_range(counts, k, global_size, local_size, scalars) for k in mine}
     if any(r is None for r in ranges.values()):
         return None
-    spans = [ranges[k][1] - ranges[k][0] + 1 for k in mine]
-    if mine and math.prod(spans) * math.prod(global_size) <= UNION_POINTS:
-        # every value of the counters, each on an axis of its own: the exact footprint
-        axes = {k: np.arange(ranges[k][0], ranges[k][1] + 1).reshape(
-                    (-1,) + (1,) * (len(mine) - 1 - i + 3)) for i, k in enumerate(mine)}
-        v = index_values(counts.nodes, index, global_size, local_size, scalars, {}, axes)
-        if v is None:
-            return None
-        inside = np.ones((), dtype=bool)  # counter values a work-item's own loop runs
-        for k in mine:
-            if len(counts.counters[k]) == 3:
-                first_key, bound_key, op = counts.counters[k]
-                first, bound = (index_values(counts.nodes, n, global_size, local_size,
-                                             scalars) for n in (first_key, bound_key))
-                rising = op in ("<", "<=")
-                inside = inside & _COMPARE[op](axes[k], bound) & (
-                    (axes[k] >= first) if rising else (axes[k] <= first))
-        return [_where(counts, access, v, global_size, local_size, scalars, {}, axes,
-                       inside)]
+    reached = _union(counts, access, mine, ranges, global_size, local_size, scalars)
+    if reached is not None:
+        return [reached]
     arrays = []
     ends = {k: _ends(counts, k, global_size, local_size, scalars) or ranges[k] for k in mine}
     for corner in itertools.product(*(ends[k] for k in mine)):
@@ -226,6 +216,77 @@ def _reach(counts, access, global_size, local_size, scalars, memo):
     return arrays
 
 
+def _union(counts, access, mine, ranges, global_size, local_size, scalars):
+    """The values of an access's index over every value of the loop counters *mine*
+    (their *ranges*) at the work-items that run it (``_where``; each value once where
+    they take several passes), or None where that takes more than CHUNKED_POINTS values.
+    A pass takes at most UNION_POINTS values: the first counter's values are cut into
+    chunks, whose values are gathered in a bitmap."""
+    if not mine:
+        return None
+
+    def on_axes(values):  # each counter's values on an axis of its own, ahead of the grid
+        return {k: np.asarray(values[k]).reshape((-1,) + (1,) * (len(mine) - 1 - i + 3))
+                for i, k in enumerate(mine)}
+
+    spans = {k: ranges[k][1] - ranges[k][0] + 1 for k in mine}
+    probe = index_values(counts.nodes, access.index, global_size, local_size, scalars, {},
+                         on_axes({k: [ranges[k][0]] for k in mine}))
+    if probe is None:
+        return None
+    per_value = math.prod(probe.shape[-3:]) * math.prod(spans[k] for k in mine[1:])
+    if per_value * spans[mine[0]] > CHUNKED_POINTS or per_value > UNION_POINTS:
+        return None
+    step = max(1, UNION_POINTS // per_value)
+    first, last = ranges[mine[0]]
+    lowest, seen = None, None
+    for start in range(first, last + 1, step):
+        values = {k: np.arange(start, min(start + step, last + 1)) if k == mine[0]
+                  else np.arange(ranges[k][0], ranges[k][1] + 1) for k in mine}
+        axes = on_axes({k: a[(a - ranges[k][0]) % counts.counter_steps[k] == 0]
+                        if k in counts.counter_steps and len(counts.counters[k]) == 2
+                        else a for k, a in values.items()})
+        reached = _reached(counts, access, mine, axes, global_size, local_size, scalars)
+        if reached is None or step > last - first:
+            return reached
+        if not reached.size:
+            continue
+        lo, hi = int(reached.min()), int(reached.max())
+        if seen is None:
+            lowest, seen = lo, np.zeros(hi - lo + 1, dtype=bool)
+        if lo < lowest or hi >= lowest + len(seen):  # grow the bitmap
+            grown_lo, grown_hi = min(lo, lowest), max(hi, lowest + len(seen) - 1)
+            grown = np.zeros(grown_hi - grown_lo + 1, dtype=bool)
+            grown[lowest - grown_lo:lowest - grown_lo + len(seen)] = seen
+            lowest, seen = grown_lo, grown
+        seen[reached - lowest] = True
+    return np.zeros(0, dtype=np.int64) if seen is None else np.flatnonzero(seen) + lowest
+
+
+def _reached(counts, access, mine, axes, global_size, local_size, scalars):
+    """The values of an access's index at the counter values *axes*, where the work-item's
+    loops run them and its guards hold (None where that takes more than UNION_POINTS)."""
+    v = index_values(counts.nodes, access.index, global_size, local_size, scalars, {}, axes)
+    if v is None:
+        return None
+    inside = np.ones((), dtype=bool)  # counter values a work-item's own loop runs
+    for k in mine:
+        if len(counts.counters[k]) == 3:
+            first_key, bound_key, op = counts.counters[k]
+            first, bound = (index_values(counts.nodes, n, global_size, local_size, scalars)
+                            for n in (first_key, bound_key))
+            if math.prod(np.broadcast_shapes(inside.shape, axes[k].shape, first.shape,
+                                             bound.shape)) > UNION_POINTS:
+                return None
+            rising = op in ("<", "<=")
+            inside = inside & _COMPARE[op](axes[k], bound) & (
+                (axes[k] >= first) if rising else (axes[k] <= first))
+            if k in counts.counter_steps:  # the values its own first value steps to
+                inside = inside & ((axes[k] - first) % counts.counter_steps[k] == 0)
+    return _where(counts, access, v, global_size, local_size, scalars, {}, axes, inside,
+                  most=UNION_POINTS)
+
+
 #: A stride is the warps' where at least this share of the sampled warps step by it
 WARP_AGREEMENT = 0.9
 #: work-groups sampled for a warp stride (evenly over the launch)
@@ -233,18 +294,21 @@ WARP_GROUPS = 256
 
 
 def warp_stride(counts, access, global_size, local_size, scalars=None) -> int | None:
-    """The step, in elements, from each lane of a warp to the next at *access* where at
-    least WARP_AGREEMENT of the warps of WARP_GROUPS work-groups spread over the launch
-    share it (None otherwise, or where the index's values are not known before run
-    time): warps are 32 consecutive work-items of a group numbered with local axis 0
-    fastest (CUDA's layout), and a loop counter the index reads is at its lowest
-    value. ``x & 0x7F`` steps by 1 in every warp of a group of 128, and so does a row
-    of ``i = gid / n; j = gid % n``, where the affine analysis gives up."""
+    """The step, in elements, from each lane of a warp to the next at *access*, from
+    the lanes of the warps of WARP_GROUPS work-groups spread over the launch (None where
+    the index's values are not known before run time): warps are 32 consecutive
+    work-items of a group numbered with local axis 0 fastest (CUDA's layout), and a loop
+    counter the index reads is at its lowest value. It is the step at least
+    WARP_AGREEMENT of the warps share where there is one: ``x & 0x7F`` steps by 1 in every
+    warp of a group of 128, and so does a row of ``i = gid / n; j = gid % n``, where the
+    affine analysis gives up. Otherwise it is the step whose warp touches as many 32-byte
+    sectors as the index's warps do on average (``sectors_stride``): a bilinear resize's
+    source pixels ``floor(1.5 * x)`` step by 1 or 2 and take a stride of 2."""
     if access.index is None:
         return None
     counters = {}
-    for k in _counter_nodes(counts, access.index):
-        known = _range(counts, k, global_size, local_size, scalars)
+    for k in counter_nodes(counts, access.index):
+        known = counter_range(counts, k, global_size, local_size, scalars)
         if known is None:
             return None
         counters[k] = known[0]
@@ -267,13 +331,25 @@ def warp_stride(counts, access, global_size, local_size, scalars=None) -> int | 
     warps = lanes[:, :full].reshape(-1, 32).astype(np.int64)
     steps = np.diff(warps, axis=1)
     even = (steps == steps[:, :1]).all(axis=1)
-    if not even.any():
-        return None
-    values, seen = np.unique(steps[even, 0], return_counts=True)
-    return int(values[seen.argmax()]) if seen.max() >= WARP_AGREEMENT * len(warps) else None
+    if even.any():
+        values, seen = np.unique(steps[even, 0], return_counts=True)
+        if seen.max() >= WARP_AGREEMENT * len(warps):
+            return int(values[seen.argmax()])
+    return sectors_stride(warps, access.element_bytes) if access.element_bytes else None
 
 
-def _counter_nodes(counts, index) -> list:
+def sectors_stride(warps, element_bytes: int) -> int:
+    """The stride, in elements, at which a warp of 32 lanes touches as many 32-byte
+    sectors as the warps (rows of element indices) do on average: a warp of stride s
+    touches s * element_bytes sectors up to 32 (CUDA C++ Best Practices Guide,
+    "Coalesced Access to Global Memory"), so the mean sectors over the element's bytes,
+    rounded; 0 where a warp keeps to about one sector."""
+    sectors = np.sort(warps * element_bytes // 32, axis=1)
+    distinct = 1 + (np.diff(sectors, axis=1) != 0).sum(axis=1)
+    return int(round(float(distinct.mean()) / element_bytes))
+
+
+def counter_nodes(counts, index) -> list:
     """The loop counters' nodes an index reads."""
     seen, stack, found = set(), [index], []
     while stack:
@@ -288,7 +364,7 @@ def _counter_nodes(counts, index) -> list:
     return found
 
 
-def _range(counts, key, global_size, local_size, scalars):
+def counter_range(counts, key, global_size, local_size, scalars):
     """(lowest, highest) value of a loop counter over the launch: recorded where the loop
     runs alike everywhere, else from its first and last value at every work-item."""
     known = counts.counters[key]
@@ -321,24 +397,37 @@ _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater
 
 
 def _where(counts, access, v, global_size, local_size, scalars, memo, counters,
-           held=None):
+           held=None, most=None):
     """The values *v* of an access's index at the work-items that run it: where each of
     its guards holds (a guard whose value is not known before run time is left out), and
-    *held* where given."""
+    *held* where given. Each distinct value once per position of the axes *v* varies on:
+    a work-item axis *v* does not read only says whether some work-item along it runs
+    the access. None where that takes more than *most* values (where given)."""
     held = np.ones((), dtype=bool) if held is None else held
     for key, holds in access.guards:
         c = index_values(counts.nodes, key, global_size, local_size, scalars, memo, counters)
         if c is not None:
             held = held & ((c != 0) == holds)
+            if most is not None and held.size > most:
+                return None
     if held.ndim == 0:
         return v if held else v[:0]
+    rank = max(v.ndim, held.ndim)
+    v, held = v.reshape((1,) * (rank - v.ndim) + v.shape), \
+        held.reshape((1,) * (rank - held.ndim) + held.shape)
+    held = held.any(axis=tuple(i for i in range(rank) if v.shape[i] == 1 < held.shape[i]),
+                    keepdims=True)
     shape = np.broadcast_shapes(v.shape, held.shape)
+    if most is not None and math.prod(shape) > most:
+        return None
     return np.broadcast_to(v, shape)[np.broadcast_to(held, shape)]
 
 
 #: An index is evaluated at every value of the loop counters it reads where that makes at
-#: most this many values (else at their ranges' corners)
+#: most CHUNKED_POINTS values, at most UNION_POINTS at a time (else at their ranges'
+#: corners)
 UNION_POINTS = 1 << 22
+CHUNKED_POINTS = 1 << 26
 # node tags whose later integer fields are operand nodes (values.py's forms)
 _OPERANDS = {"b", "u", "cv", "?", "f"}
 
@@ -364,15 +453,32 @@ def _footprints(sites, values) -> dict:
     return result
 
 
-def _array_extent(counts, sites, values, items, array_elements) -> dict:
-    """Per array and direction, its bytes and the bytes its accesses cover; the totals
-    (bytes_read, bytes_written) of the arrays' bytes."""
+#: bytes of a sector, what DRAM and the L2 move for a warp's request (CUDA C++ Best
+#: Practices Guide, "Coalesced Access to Global Memory")
+SECTOR_BYTES = 32
+
+
+def _moved(access, sectors: bool) -> int:
+    """Bytes one work-item's *access* moves: its element, or with *sectors* its share of
+    the sectors its warp touches (a warp of stride s touches min(32 s e, 32 × 32) bytes
+    of elements of e bytes; an irregular one a sector a lane)."""
+    e = access.element_bytes
+    if not sectors or (access.stride is not None and abs(access.stride) <= 1):
+        return e
+    if access.stride is None:
+        return max(e, SECTOR_BYTES)
+    return max(e, min(abs(access.stride) * e, SECTOR_BYTES))
+
+
+def _array_extent(counts, sites, values, items, array_elements, sectors) -> dict:
+    """Per array and direction, its bytes and the bytes its accesses move (``_moved``);
+    the totals (bytes_read, bytes_written) of the arrays' bytes."""
     extent = {"bytes_read": 0, "bytes_written": 0}
     for array in dict.fromkeys(a.array for a in sites if a.space != "local"):
         mine = [a for a in sites if a.array == array]
-        element = mine[0].element_bytes
         reach = [v for a in mine for v in (values.get((a.index, a.guards)) or [None])]
-        accessed = {d: sum(Fraction(a.count) * items * element for a in mine
+        element = mine[0].element_bytes
+        accessed = {d: sum(Fraction(a.count) * items * _moved(a, sectors) for a in mine
                            if a.direction == d) for d in ("read", "write")}
         if array in array_elements:
             size = int(array_elements[array]) * element

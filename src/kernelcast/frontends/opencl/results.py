@@ -38,7 +38,8 @@ class Access(NamedTuple):
     otherwise; ``index`` is the index's node in ``KernelCounts.nodes``;
     ``element_bytes`` the bytes of one element of the array; ``guards`` the conditions
     (node, whether it holds) of the branches around it and returns before it, where the
-    walk decided them: the access runs at the work-items where they all hold."""
+    walk decided them: the access runs at the work-items where they all hold;
+    ``loops`` the counters' nodes of the ``for`` loops around it, outermost first."""
 
     array: str
     space: str
@@ -50,6 +51,7 @@ class Access(NamedTuple):
     index: int | None = None
     element_bytes: int | None = None
     guards: tuple = ()
+    loops: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,9 @@ class KernelCounts:
     ``recurrences`` the operations per work-item on loop-carried paths, by
     kernelcast.properties.recurrence's kinds (``acc += a[k]``: one flop per pass);
     ``counters`` the lowest and highest value of each loop counter node whose loop runs
-    alike in every work-item (for the indices' reach)."""
+    alike in every work-item, else its first value's and bound's nodes and the
+    comparison (for the indices' reach); ``counter_steps`` the step of each counter of
+    an additive loop that steps by more than 1."""
 
     name: str
     work_dims: int
@@ -76,3 +80,4 @@ class KernelCounts:
     nodes: tuple = field(default=(), compare=False, repr=False)
     recurrences: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict, compare=False, repr=False)
+    counter_steps: dict = field(default_factory=dict, compare=False, repr=False)

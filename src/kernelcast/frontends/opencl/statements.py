@@ -532,15 +532,19 @@ class Statements:
                 self.counters[key] = (lo, hi)
             elif values and sop in ("+", "-"):  # from its first value and bound per item
                 self.counters[key] = (first_key, bound_key, op)
+            if values and sop in ("+", "-") and abs(amount) > 1:
+                self.counter_steps[key] = abs(amount)
             var.now = now
             self.mult = mult * weight
             self.loops.append((weight, changed, written_ids))
+            self.loop_counters.append(key)
             try:
                 self.eval(cond)
                 self.stmt(body)
                 self.eval(step)
             finally:
                 self.loops.pop()
+                self.loop_counters.pop()
                 self.mult = mult
         for v in assigned_vars + written_vars:
             if v is not var and len(chunks) > 1:

@@ -95,6 +95,8 @@ class Walker(Statements, Expressions, Concrete):
         self.barriers = 0.0
         self.recurrences: dict[str, float] = {}
         self.counters: dict[int, tuple] = {}  # node of a loop counter -> its (lo, hi)
+        self.counter_steps: dict[int, int] = {}  # node of a loop counter -> its step, if > 1
+        self.loop_counters: list[int] = []  # counters' nodes of the for loops walked into
         self.guards: list = []  # (condition node, holds) of the decided ifs around the walk
         self.exits: list = []   # those of the returns passed: the rest runs where they hold
         self.mult = 1.0
@@ -437,4 +439,4 @@ class Walker(Statements, Expressions, Concrete):
                             dict(sorted(self.accesses.items())), self.barriers,
                             tuple(arguments), self.defines(), records, self.loop_count,
                             tuple(self.keys.nodes), dict(sorted(self.recurrences.items())),
-                            dict(self.counters))
+                            dict(self.counters), dict(self.counter_steps))
