@@ -578,8 +578,9 @@ def section_cv(results, stores, names) -> list[str]:
            "(`kernelcast.evaluation.crossval`). Geometric mean of relative error of the "
            "held-out cases; \"–\" where a model is not fitted on the class. *Unseen* "
            "counts the weighted features of the held-out class that no other class has "
-           "(they count as zero in its prediction), paper / extended. Hong–Kim fits "
-           "nothing: its figures are its predictions of those classes.", ""]
+           "and no stand-in prices (they count as zero in its prediction), paper / "
+           "extended. Hong–Kim fits nothing: its figures are its predictions of those "
+           "classes.", ""]
     if not any(r.get("cv_done") for r in results.values()):
         return out + ["*Skipped in this run (`--no-cv`).*"]
     for gpu, backend in STORES:
@@ -1798,6 +1799,52 @@ def section_opencl_programs() -> list[str]:
                     + [" / ".join(ratio(e, m) for e in entries) for m in models])
     out.append(table(["kernel", "measured µs"] + [OPENCL_PROGRAM_MODELS[m] for m in models],
                      rows, ["l", "r"] + ["r"] * len(models)))
+    return out + [""] + opencl_counters()
+
+
+OPENCL_COUNTERS = {
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global load requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global store sectors",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared load wavefronts",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared store wavefronts",
+    "smsp__sass_inst_executed_op_shared_ld.sum": "shared load instructions",
+    "smsp__sass_inst_executed_op_shared_st.sum": "shared store instructions",
+}
+
+
+def opencl_counters() -> list[str]:
+    """The memory counters predicted from the programs' source against ncu's."""
+    out = ["### Their memory counters, predicted from source, against Nsight Compute", ""]
+    path = DATA / "h100" / "opencl-counters.json"
+    if not path.exists():
+        return out + [missing(path)]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    out += [f"`kernelcast counters KERNEL.cl` (`kernelcast.facts.opencl`) for each launch "
+            f"above, against ncu {doc['ncu'] or ''} on the {doc['device']} (driver "
+            f"{doc['driver']}, {doc['profiled'][:10]}; `benchmarks/opencl_counters.py`, "
+            f"`{rel(path)}`). ncu profiles CUDA, not OpenCL: each kernel ran as its CUDA "
+            "translation (`kernelcast.frontends.opencl.cuda`, NVRTC) on the same inputs "
+            "and launch, its outputs checked against the program's reference"
+            + (f" ({', '.join(doc['not_right'])} computed something else and are left "
+               "out)" if doc["not_right"] else " (all right)")
+            + ". *within 20%*: launches where predicted/measured is in 0.8–1.2, of those "
+            "where either is nonzero; *geomean ratio*: geometric mean of predicted/"
+            "measured.", ""]
+    rows = [[name, f"{s['within_20pct']} of {s['launches']}",
+             f"{s['geomean_ratio']:.2f}" if s["geomean_ratio"] else "—"]
+            for metric, name in OPENCL_COUNTERS.items()
+            if (s := doc["summary"].get(metric)) and s["launches"]]
+    out.append(table(["counter", "within 20%", "geomean ratio"], rows, ["l", "r", "r"]))
+    misses = []
+    for r in doc["per_launch"]:
+        off = [f"{OPENCL_COUNTERS[m]} {c['ratio']:.2f}" for m, c in r["counters"].items()
+               if c["ratio"] is not None and abs(c["ratio"] - 1) > 0.2]
+        if off:
+            misses.append(f"{r['launch'].split('/')[0]} ({'; '.join(off)})")
+    if misses:
+        out += ["", "Outside 20%: " + ", ".join(dict.fromkeys(misses)) + "."]
     return out
 
 
