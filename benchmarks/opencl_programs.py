@@ -252,7 +252,8 @@ def evaluate(args) -> int:
               + (f"; {len(failed)} not predicted" if failed else ""))
     best = [min((abs(math.log(e["predicted_s"][m] / e["measured_s"])), m)
                 for m in profiles if isinstance(e["predicted_s"][m], float))
-            for e in per_launch]
+            for e in per_launch
+            if any(isinstance(e["predicted_s"][m], float) for m in profiles)]
     info = json.loads((folder / "opencl-programs.json").read_text())
     doc = {"device": device, "driver": info.get("driver"), "measured": info.get("date"),
            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -260,7 +261,7 @@ def evaluate(args) -> int:
            "models": models,
            "best_per_launch": {"within_30pct": float(sum(b[0] < math.log(1.3) and
                                                         b[0] < -math.log(0.7)
-                                                        for b in best) / len(best)),
+                                                        for b in best) / len(per_launch)),
                                "models": dict(Counter(b[1] for b in best))},
            "per_launch": per_launch}
     (folder / "opencl-programs-eval.json").write_text(json.dumps(doc, indent=1) + "\n")

@@ -10,7 +10,9 @@ import math
 import random
 import re
 import time
+import warnings
 
+from kernelcast.errors import UncountedWarning
 from kernelcast.frontends.opencl import OpenCLSourceError, count_kernel, parse_opencl
 from tests.mutations import edit_characters, edit_tokens
 
@@ -190,7 +192,8 @@ def program_case(rng: random.Random) -> tuple:
 def check_program(case) -> bool:
     """Count a mutated real program at its launch: finite, non-negative counts, or an
     OpenCLSourceError of one short line (positioned inside the text where it has a
-    position) — never another exception. True where it counted."""
+    position) — never another exception; what was counted goes on to the models
+    (``_models_take``). True where it counted."""
     text, kernel, options, scalars, grid, group, stats = case
     try:
         counts = count_kernel(text, kernel, path="fuzz.cl", options=options, scalars=scalars,
@@ -198,7 +201,6 @@ def check_program(case) -> bool:
         for value in (*counts.ops.values(), *counts.accesses.values(), counts.barriers,
                       *counts.recurrences.values()):
             assert math.isfinite(value) and value >= 0, (counts, text)
-        return True
     except OpenCLSourceError as e:
         assert e.path == "fuzz.cl" and e.message, text
         assert "\n" not in e.message and len(e.message) <= 400, (str(e)[:500], text)
@@ -206,6 +208,33 @@ def check_program(case) -> bool:
             lines = text.split("\n")
             assert 1 <= e.line <= len(lines), (str(e), text)
         return False
+    except Exception as e:  # noqa: BLE001 -- any other exception is the finding
+        raise AssertionError(f"{type(e).__name__}: {e}\n--- case ---\n{case}") from e
+    _models_take(counts, case)
+    return True
+
+
+def _models_take(counts, case) -> None:
+    """What the fitted models and the counters read of a counted program: its paper
+    properties and its warp-level memory counters, finite and non-negative, or a
+    one-line UsageError (an array size that must be given)."""
+    from kernelcast.errors import UsageError
+    from kernelcast.facts.opencl import opencl_launch_facts
+    from kernelcast.frontends.opencl.properties import opencl_properties
+
+    text, kernel, options, scalars, grid, group, stats = case
+    if math.prod(grid) > 1 << 22:  # the properties of a large launch take seconds
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UncountedWarning)
+            props = opencl_properties(counts, grid, group, scalars=scalars)
+            values = props.evaluate({})
+            facts = opencl_launch_facts(counts, grid, group, scalars=scalars)
+        for value in (*values.values(), *facts.counters.values()):
+            assert math.isfinite(value) and value >= 0, (values, facts.counters, text)
+    except UsageError as e:
+        assert "\n" not in str(e) and len(str(e)) <= 400, (str(e)[:500], text)
     except Exception as e:  # noqa: BLE001 -- any other exception is the finding
         raise AssertionError(f"{type(e).__name__}: {e}\n--- case ---\n{case}") from e
 

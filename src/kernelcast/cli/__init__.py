@@ -71,17 +71,35 @@ def _debug(p, default=argparse.SUPPRESS):
                         "included)")
 
 
-def _kernel_args(p, opencl=False):
+def _kernel_args(p, opencl=""):
     p.add_argument("kernel", help="FILE.py:FACTORY, a function in FILE.py that takes no "
                                   "arguments and returns a Loopy kernel"
-                                  + ("; or KERNEL.cl, OpenCL C source (the poppl-herz "
-                                     "model)" if opencl else ""))
+                                  + (f"; or KERNEL.cl, OpenCL C source ({opencl})"
+                                     if opencl else ""))
     p.add_argument("--stat", nargs="+", action="extend", metavar="NAME=VALUE",
                    help="typical values of what depends on data: a loop bound read from "
                         "data (rowlen=12.5) or the fraction of executions of an "
                         "instruction guarded by data (insn_id=0.3); for a .cl kernel, "
                         "keyed by source line: the probability that the if there is "
                         "taken, or the mean trip count of the loop there (12=0.3)")
+
+
+def _opencl_launch(p):
+    """The flags of one launch of a .cl kernel."""
+    p.add_argument("--global-size", nargs="+", type=positive_int, metavar="N",
+                   help="a .cl kernel's global work size, one number per dimension")
+    p.add_argument("--local-size", nargs="+", type=positive_int, metavar="N",
+                   help="a .cl kernel's work-group size, one number per dimension "
+                        "(default: 1 in each)")
+    p.add_argument("--kernel-name", help="the kernel of a .cl file that has several")
+    p.add_argument("--build-options", metavar="OPTIONS",
+                   help="a .cl file's OpenCL build options, e.g. \"-D TILE=16 -D USE_DOUBLE\" "
+                        "(-D NAME[=VALUE] defines a macro; other options are ignored; a "
+                        "single option without a space: --build-options=-DTILE=16)")
+    p.add_argument("--arg", nargs="+", action="extend", metavar="NAME=VALUE",
+                   help="a .cl kernel's scalar arguments (int n, float alpha), e.g. --arg "
+                        "n=4096 alpha=1.5; a loop bound or branch that needs one not given "
+                        "is an error")
 
 
 def _p(p, extra=""):
@@ -229,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="predict a kernel's run time with a profile "
                                        "or the Hong–Kim model")
-    _kernel_args(p, opencl=True)
+    _kernel_args(p, opencl="every model: poppl-herz from its counts, the others from its "
+                           "paper properties")
     _param(p, "the kernel's sizes (every size parameter it has; not for a .cl file)")
     _model_args(p, fitted, "a fitted profile (any model; a .cl file is predicted by "
                            "poppl-herz from its counts, by the others from its paper "
@@ -238,20 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of --profile, a part of the device's name (h100, 'NVIDIA "
                         "H200', xeon): the profile of --model for that device, found in "
                         "kernelcast-data/ or data/profiles/ (docs/cli.md)")
-    p.add_argument("--global-size", nargs="+", type=positive_int, metavar="N",
-                   help="a .cl kernel's global work size, one number per dimension")
-    p.add_argument("--local-size", nargs="+", type=positive_int, metavar="N",
-                   help="a .cl kernel's work-group size, one number per dimension "
-                        "(default: 1 in each)")
-    p.add_argument("--kernel-name", help="the kernel of a .cl file that has several")
-    p.add_argument("--build-options", metavar="OPTIONS",
-                   help="a .cl file's OpenCL build options, e.g. \"-D TILE=16 -D USE_DOUBLE\" "
-                        "(-D NAME[=VALUE] defines a macro; other options are ignored; a "
-                        "single option without a space: --build-options=-DTILE=16)")
-    p.add_argument("--arg", nargs="+", action="extend", metavar="NAME=VALUE",
-                   help="a .cl kernel's scalar arguments (int n, float alpha), e.g. --arg "
-                        "n=4096 alpha=1.5; a loop bound or branch that needs one not given "
-                        "is an error")
+    _opencl_launch(p)
     p.add_argument("--array", nargs="+", action="extend", metavar="NAME=ELEMENTS",
                    help="a .cl kernel's array lengths in elements, for the fitted models' "
                         "data volume (default: the highest element its indices reach)")
@@ -274,8 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("counters", help="the Nsight Compute counters of one launch of a "
                                         "kernel, predicted without a GPU (memory requests, "
                                         "sectors, caches, registers, occupancy)")
-    _kernel_args(p)
-    _param(p, "the kernel's sizes (every size parameter it has)")
+    _kernel_args(p, opencl="its memory requests, sectors and shared wavefronts")
+    _param(p, "the kernel's sizes (every size parameter it has; not for a .cl file)")
+    _opencl_launch(p)
     p.add_argument("--hardware", metavar="NAME|FILE",
                    help="required: the GPU whose counters to predict, h100, h200 or a "
                         "hardware JSON file (src/kernelcast/hardware/h100.json)")

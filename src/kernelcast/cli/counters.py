@@ -381,6 +381,15 @@ def counters(args) -> int:
     if not args.hardware:
         raise UsageError("counters needs --hardware h100, h200 or a JSON file: the "
                          "predicted counters are one GPU's, never assumed for another")
+    if args.kernel.endswith(".cl"):
+        return _opencl_counters(args)
+    cl_flags = [f for f, v in (("--global-size", args.global_size),
+                               ("--local-size", args.local_size),
+                               ("--kernel-name", args.kernel_name),
+                               ("--build-options", args.build_options),
+                               ("--arg", args.arg)) if v]
+    if cl_flags:
+        raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
     params = sizes(args.param or [])
     stats = statistics(args.stat)  # malformed flags before anything is read
     hw = hardware_named(args.hardware)
@@ -390,7 +399,36 @@ def counters(args) -> int:
     check_sizes(knl, params)  # sizes that no launch could have (beyond the argument type)
     facts = predict_counters(knl, params, hw, data_statistics=stats or None,
                              compiler=not args.no_compiler)
-    if not args.no_compiler and facts.compiler is None:
+    return _report(args, facts, params, launches)
+
+
+def _opencl_counters(args) -> int:
+    """``counters`` of a .cl kernel: its warp-level memory counters
+    (kernelcast.facts.opencl), the rest listed as not predicted."""
+    from kernelcast.cli.args import scalar_arguments
+    from kernelcast.cli.models import _check_launch, _opencl_counts
+    from kernelcast.facts.counters import hardware_named
+    from kernelcast.facts.opencl import opencl_launch_facts
+
+    if args.param:
+        raise UsageError("--param is for Loopy kernels; a .cl kernel takes its scalar "
+                         "arguments as --arg NAME=VALUE and its launch as --global-size "
+                         "and --local-size")
+    if not args.global_size:
+        raise UsageError("a .cl kernel needs --global-size")
+    _check_launch(args.global_size, args.local_size)
+    hw = hardware_named(args.hardware)
+    launches = _read_profile(args.compare) if args.compare else None
+    counts, local = _opencl_counts(args)
+    scalars = scalar_arguments(args.arg)
+    facts = opencl_launch_facts(counts, args.global_size, local, scalars=scalars,
+                                hardware=hw)
+    return _report(args, facts, scalars, launches)
+
+
+def _report(args, facts, params, launches) -> int:
+    """Print *facts* (table or JSON), beside the profiled launch where one is given."""
+    if not args.no_compiler and facts.compiler is None and not args.kernel.endswith(".cl"):
         print(f"kernelcast: warning: the compiler's counters are not predicted: "
               f"{_why_missing(facts)}", file=sys.stderr)
     launch, note, device = None, "", ""
@@ -398,7 +436,7 @@ def counters(args) -> int:
         launch, note = pick_launch(launches, facts, args.compare)
         _check_units(launch, [n for n in facts.counters if n in launch.metrics],
                      args.compare)
-        device = _check_device(launch, hw.name, args.compare)
+        device = _check_device(launch, facts.hardware, args.compare)
         if note and args.json:
             print(f"kernelcast: note: {note}", file=sys.stderr)
     rows = _rows(facts, launch)

@@ -1,0 +1,236 @@
+"""The memory counters kernelcast predicts for the real OpenCL programs
+(kernelcast.suites.opencl_programs), against Nsight Compute's profile of each launch.
+
+Nsight Compute profiles CUDA launches, not OpenCL ones: each kernel runs as its CUDA
+translation (kernelcast.frontends.opencl.cuda, compiled by NVRTC through CuPy) on the
+same inputs, launch and build options, and its outputs are checked against the NumPy
+reference of the program (a translation that computes something else is reported, not
+compared).
+
+  profile (on the device): runs `ncu --csv --page raw --metrics ...` over `run`, which
+      launches every "gpu" launch once; writes DIR/opencl-counters-ncu.csv and
+      DIR/opencl-counters-run.json (each launch's name, function, grid, block and
+      whether its outputs were right), with the device, driver and date.
+  compare (anywhere, no device): predicts each profiled launch's counters from its
+      OpenCL source (kernelcast.facts.opencl.opencl_launch_facts) and writes
+      DIR/opencl-counters.json: per launch and counter the prediction, the measurement
+      and their ratio; per counter the share of launches within 20%.
+
+Run:  python benchmarks/opencl_counters.py profile --out data/h100 [--only KERNEL ...]
+      python benchmarks/opencl_counters.py compare --dir data/h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+#: the counters compared (the memory counters kernelcast predicts for OpenCL source)
+COMPARED = (
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+)
+#: also profiled, to read beside them
+CONTEXT = ("smsp__sass_inst_executed_op_global_ld.sum",
+           "smsp__sass_inst_executed_op_global_st.sum", "launch__registers_per_thread",
+           "launch__grid_size", "launch__block_size")
+AGREEMENT = 0.20
+
+
+def _launches(only):
+    from kernelcast.suites.opencl_programs import PROGRAMS
+
+    return [p for p in PROGRAMS if p.size == "gpu" and (not only or p.kernel in only)]
+
+
+def run(args) -> int:
+    """Launch each translation once, check its outputs; one JSON line per launch to the
+    log (stdout is ncu's)."""
+    import cupy as cp
+
+    from kernelcast.frontends.opencl.cuda import to_cuda, work_dim_option
+    from kernelcast.suites.opencl_programs import (
+        TOLERANCE,
+        _typed_scalars,
+        host_arrays,
+        kernel_arguments,
+        output_errors,
+        source,
+    )
+
+    for launch in _launches(args.only):
+        text = source(launch)
+        options = tuple(o for o in launch.options.replace("-D ", "-D").split()) + (
+            work_dim_option(launch.global_size), "-std=c++17")
+        record = {"launch": launch.name, "kernel": launch.kernel,
+                  "grid": [g // b for g, b in zip(launch.global_size, launch.local_size)],
+                  "block": list(launch.local_size)}
+        try:
+            module = cp.RawModule(code=to_cuda(text), options=options)
+            function = module.get_function(launch.kernel)
+            host = host_arrays(launch)
+            device = {k: cp.asarray(v) for k, v in host.items()}
+            scalars = _typed_scalars(launch)
+            values = [device[n] if pointer else scalars[n]
+                      for n, _, pointer in kernel_arguments(text, launch.kernel)]
+            pad = (1,) * (3 - len(launch.global_size))
+            function(tuple(record["grid"]) + pad, tuple(launch.local_size) + pad,
+                     tuple(values))
+            cp.cuda.Device().synchronize()
+            outputs = {k: cp.asnumpy(device[k]) for k in launch.written}
+            errors = output_errors(launch, host, outputs)
+            record["right"] = all(e <= TOLERANCE[outputs[k].dtype.name]
+                                  for k, e in errors.items())
+            record["max_rel_error"] = float(max(errors.values(), default=0.0))
+            del device
+            cp.get_default_memory_pool().free_all_blocks()
+        except Exception as err:  # reported per launch, the others still run
+            record["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+        with open(args.log, "a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
+    return 0
+
+
+def profile(args) -> int:
+    """Run `run` under Nsight Compute; write the CSV and the run's record."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "opencl-counters-run.jsonl"
+    log.write_text("")
+    names = sorted({launch.kernel for launch in _launches(args.only)})
+    command = ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
+               "--metrics", ",".join(COMPARED + CONTEXT),
+               "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+               sys.executable, __file__, "run", "--log", str(log),
+               *(["--only", *args.only] if args.only else [])]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired as err:
+        done = subprocess.CompletedProcess(command, -9, err.stdout or "", "ncu timed out")
+    stdout = done.stdout if isinstance(done.stdout, str) else done.stdout.decode()
+    (out / "opencl-counters-ncu.csv").write_text(stdout)
+    records = [json.loads(line) for line in log.read_text().splitlines() if line]
+    log.unlink()
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    doc = {"device": props["name"].decode(), "driver": _driver(),
+           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+           "ncu": _ncu_version(), "returncode": done.returncode,
+           "stderr_tail": done.stderr[-2000:], "launches": records}
+    (out / "opencl-counters-run.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{len(records)} launches, {sum(bool(r.get('right')) for r in records)} right; "
+          f"ncu exit {done.returncode}")
+    return 0 if done.returncode == 0 else 1
+
+
+def _driver() -> str | None:
+    done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout else None
+
+
+def _ncu_version() -> str | None:
+    done = subprocess.run(["ncu", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip().splitlines()[-1] if done.returncode == 0 else None
+
+
+def compare(args) -> int:
+    """Predict each profiled launch's counters from source; write the comparison."""
+    from kernelcast.facts.opencl import opencl_launch_facts
+    from kernelcast.frontends.profiler import read_ncu_csv
+    from kernelcast.suites.opencl_programs import source
+
+    folder = Path(args.dir)
+    run_doc = json.loads((folder / "opencl-counters-run.json").read_text())
+    profiled = read_ncu_csv((folder / "opencl-counters-ncu.csv").read_text(),
+                            str(folder / "opencl-counters-ncu.csv"))
+    by_function: dict[str, list] = {}
+    for p in profiled:
+        by_function.setdefault(p.kernel.split("(")[0].split()[-1], []).append(p)
+    launches = {launch.name: launch for launch in _launches(None)}
+    rows, shown = [], {}
+    for record in run_doc["launches"]:
+        queue = by_function.get(record["kernel"], [])
+        if "error" in record or not queue:
+            continue
+        measured = queue.pop(0).metrics
+        if not record.get("right"):
+            continue
+        launch = launches[record["launch"]]
+        facts = opencl_launch_facts(source(launch), launch.global_size, launch.local_size,
+                                    kernel=launch.kernel, scalars=launch.scalars,
+                                    stats=launch.stats, options=launch.options,
+                                    hardware="h100" if "H100" in run_doc["device"] else "h200")
+        row = {"launch": launch.name, "counters": {}}
+        for name in COMPARED:
+            p, m = facts.counters.get(name), measured.get(name)
+            if p is None or not isinstance(m, int | float):
+                continue
+            ratio = (1.0 if p == 0 else None) if m == 0 else p / m
+            row["counters"][name] = {"predicted": p, "measured": m, "ratio": ratio}
+        row["context"] = {n: measured.get(n) for n in CONTEXT}
+        rows.append(row)
+        ratios = " ".join(f"{_short(n)} {c['ratio']:.2f}" if c["ratio"] is not None
+                          else f"{_short(n)} –" for n, c in row["counters"].items()
+                          if c["measured"] or c["predicted"])
+        print(f"{launch.name}: {ratios}", flush=True)
+    for name in COMPARED:
+        judged = [r["counters"][name]["ratio"] for r in rows if name in r["counters"]
+                  and (r["counters"][name]["measured"] or r["counters"][name]["predicted"])]
+        within = [x for x in judged if x is not None and abs(x - 1) <= AGREEMENT]
+        shown[name] = {"launches": len(judged), "within_20pct": len(within),
+                       "geomean_ratio": math.exp(sum(math.log(x) for x in judged
+                                                     if x) / max(1, len(judged)))
+                       if judged and all(judged) else None}
+        print(f"{name}: {len(within)} of {len(judged)} launches within 20%")
+    doc = {"device": run_doc["device"], "driver": run_doc["driver"],
+           "profiled": run_doc["date"], "ncu": run_doc.get("ncu"),
+           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+           "launches": len(rows),
+           "not_right": [r["launch"] for r in run_doc["launches"] if not r.get("right")],
+           "summary": shown, "per_launch": rows}
+    (folder / "opencl-counters.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {folder / 'opencl-counters.json'}")
+    return 0
+
+
+def _short(name: str) -> str:
+    return (name.replace("l1tex__t_", "").replace("l1tex__data_pipe_lsu_", "")
+            .replace("smsp__sass_inst_executed_op_", "inst_").replace(".sum", "")
+            .replace("_pipe_lsu_mem_global_op", "").replace("wavefronts_mem_", ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    r = verbs.add_parser("run", help="launch each translation once (under ncu)")
+    r.add_argument("--only", nargs="+", metavar="KERNEL", help="only these kernels")
+    r.add_argument("--log", required=True, help="file to append each launch's record to")
+    p = verbs.add_parser("profile", help="profile every launch with Nsight Compute")
+    p.add_argument("--out", required=True, help="folder of the CSV and the run record")
+    p.add_argument("--only", nargs="+", metavar="KERNEL", help="only these kernels")
+    p.add_argument("--timeout", type=float, default=480, help="seconds ncu may take (480)")
+    c = verbs.add_parser("compare", help="predicted counters against the profile")
+    c.add_argument("--dir", required=True, help="folder of the profile")
+    args = parser.parse_args()
+    return {"run": run, "profile": profile, "compare": compare}[args.verb](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
