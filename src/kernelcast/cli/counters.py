@@ -372,6 +372,7 @@ def _print_json(facts, rows, launch, path, device) -> None:
 
 def counters(args) -> int:
     from kernelcast.cli.args import sizes, statistics
+    from kernelcast.cli.models import opencl_flags
     from kernelcast.facts import predict_counters
     from kernelcast.facts.counters import hardware_named
     from kernelcast.frontends.files import load_kernel
@@ -383,11 +384,7 @@ def counters(args) -> int:
                          "predicted counters are one GPU's, never assumed for another")
     if args.kernel.endswith(".cl"):
         return _opencl_counters(args)
-    cl_flags = [f for f, v in (("--global-size", args.global_size),
-                               ("--local-size", args.local_size),
-                               ("--kernel-name", args.kernel_name),
-                               ("--build-options", args.build_options),
-                               ("--arg", args.arg)) if v]
+    cl_flags = opencl_flags(args)
     if cl_flags:
         raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
     params = sizes(args.param or [])
@@ -406,20 +403,14 @@ def _opencl_counters(args) -> int:
     """``counters`` of a .cl kernel: its warp-level memory counters
     (kernelcast.facts.opencl), the rest listed as not predicted."""
     from kernelcast.cli.args import scalar_arguments
-    from kernelcast.cli.models import _check_launch, _opencl_counts
+    from kernelcast.cli.models import check_opencl_launch, opencl_counts
     from kernelcast.facts.counters import hardware_named
     from kernelcast.facts.opencl import opencl_launch_facts
 
-    if args.param:
-        raise UsageError("--param is for Loopy kernels; a .cl kernel takes its scalar "
-                         "arguments as --arg NAME=VALUE and its launch as --global-size "
-                         "and --local-size")
-    if not args.global_size:
-        raise UsageError("a .cl kernel needs --global-size")
-    _check_launch(args.global_size, args.local_size)
+    check_opencl_launch(args)
     hw = hardware_named(args.hardware)
     launches = _read_profile(args.compare) if args.compare else None
-    counts, local = _opencl_counts(args)
+    counts, local = opencl_counts(args)
     scalars = scalar_arguments(args.arg)
     facts = opencl_launch_facts(counts, args.global_size, local, scalars=scalars,
                                 hardware=hw)

@@ -154,26 +154,32 @@ def _committed_store(model: str, device: str):
     return None
 
 
+def opencl_flags(args) -> list[str]:
+    """The flags given that only a .cl kernel takes."""
+    return [flag for flag in ("--global-size", "--local-size", "--kernel-name",
+                              "--build-options", "--arg", "--array", "--bytes-in",
+                              "--bytes-out")
+            if getattr(args, flag[2:].replace("-", "_"), None)]
+
+
+def check_opencl_launch(args) -> None:
+    """Refuse a .cl kernel's flags where they do not make a launch."""
+    if args.param:
+        raise UsageError("--param is for Loopy kernels; a .cl kernel takes its scalar "
+                         "arguments as --arg NAME=VALUE and its launch as --global-size "
+                         "and --local-size")
+    if not args.global_size:
+        raise UsageError("a .cl kernel needs --global-size")
+    _check_launch(args.global_size, args.local_size)
+
+
 def _opencl_flags(args) -> bool:
     """Whether the kernel is OpenCL source; refuses flags that belong to the other kind."""
     opencl = args.kernel.endswith(".cl")
-    cl_flags = [f for f, v in (("--global-size", args.global_size),
-                               ("--local-size", args.local_size),
-                               ("--kernel-name", args.kernel_name),
-                               ("--build-options", getattr(args, "build_options", None)),
-                               ("--arg", getattr(args, "arg", None)),
-                               ("--array", getattr(args, "array", None)),
-                               ("--bytes-in", args.bytes_in),
-                               ("--bytes-out", args.bytes_out)) if v]
     if opencl:
-        if args.param:
-            raise UsageError("--param is for Loopy kernels; a .cl kernel takes its scalar "
-                             "arguments as --arg NAME=VALUE and its launch as --global-size "
-                             "and --local-size")
-        if not args.global_size:
-            raise UsageError("a .cl kernel needs --global-size")
-        _check_launch(args.global_size, args.local_size)
+        check_opencl_launch(args)
     else:
+        cl_flags = opencl_flags(args)
         if cl_flags:
             raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
         if not args.param:
@@ -201,7 +207,8 @@ def _check_launch(global_size, local_size) -> None:
                              "OpenCL 1.2 launches whole work-groups")
 
 
-def _opencl_counts(args):
+def opencl_counts(args):
+    """(KernelCounts, local size) of the .cl kernel the flags launch."""
     from pathlib import Path
 
     from kernelcast.cli.args import line_statistics, scalar_arguments
@@ -225,7 +232,7 @@ def _opencl_counts(args):
 def _predict_opencl(args, model) -> int:
     from kernelcast.report import format_seconds
 
-    counts, local = _opencl_counts(args)
+    counts, local = opencl_counts(args)
     params = {"global_size": args.global_size, "local_size": local,
               **({"bytes_in": args.bytes_in} if args.bytes_in else {}),
               **({"bytes_out": args.bytes_out} if args.bytes_out else {})}
@@ -272,7 +279,7 @@ def _opencl_properties(args, model):
     if args.bytes_in or args.bytes_out:
         raise UsageError("--bytes-in and --bytes-out are for the poppl-herz model; the "
                          f"{model.name} model predicts the kernel alone")
-    counts, local = _opencl_counts(args)
+    counts, local = opencl_counts(args)
     return opencl_properties(counts, args.global_size, local,
                              scalars=scalar_arguments(getattr(args, "arg", None)),
                              array_elements=array_sizes(getattr(args, "array", None)))
