@@ -578,9 +578,8 @@ def section_cv(results, stores, names) -> list[str]:
            "(`kernelcast.evaluation.crossval`). Geometric mean of relative error of the "
            "held-out cases; \"–\" where a model is not fitted on the class. *Unseen* "
            "counts the weighted features of the held-out class that no other class has "
-           "and no stand-in prices (they count as zero in its prediction), paper / "
-           "extended. Hong–Kim fits nothing: its figures are its predictions of those "
-           "classes.", ""]
+           "(they count as zero in its prediction), paper / extended. Hong–Kim fits "
+           "nothing: its figures are its predictions of those classes.", ""]
     if not any(r.get("cv_done") for r in results.values()):
         return out + ["*Skipped in this run (`--no-cv`).*"]
     for gpu, backend in STORES:

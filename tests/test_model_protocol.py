@@ -241,29 +241,3 @@ def test_a_calibration_that_could_not_be_fitted_is_refused_before_measuring(
     assert main(["calibrate", "--device", "portable", "--db", str(db), *args]) == status
     assert "hardware" in capsys.readouterr().err
     assert not db.exists()
-
-
-def test_a_stride_class_without_a_weight_is_priced_as_its_stride_neighbour():
-    """A global access class no measurement kernel exercised (1ofmore: stride above 4,
-    a quarter of its footprint used) is priced as the same stride's nearest weighted
-    class (4ofmore), whose warps touch as many sectors; a property with no such
-    neighbour counts as zero. Each says so."""
-    from kernelcast.errors import UncountedWarning
-    from kernelcast.models.base import stand_in
-
-    model = load_profile("data/profiles/nvidia-h100-80gb-hbm3-opencl-paper.json")
-    weights = model.weights_  # the paper's model adds its terms unchanged
-    assert "load_global_32_1ofmore" not in weights and "load_global_32_4ofmore" in weights
-    assert stand_in("load_global_32_1ofmore", weights) == "load_global_32_4ofmore"
-    assert stand_in("load_global_32_2of3", {"load_global_32_1of3": 1,
-                                            "load_global_32_3of3": 1}) == "load_global_32_3of3"
-    assert stand_in("load_global_32_s1", weights) is None
-    assert stand_in("store_global_32_2of2", {"store_global_32_2ofmore": 1}) is None
-    with pytest.warns(UncountedWarning) as caught:
-        parts = model.contributions({"load_global_32_1ofmore": 1e6,
-                                     "minls_global_32_1ofmore": 1e6, "launch": 1.0})
-    messages = " ".join(str(w.message) for w in caught)
-    assert "load_global_32_1ofmore as load_global_32_4ofmore" in messages
-    assert "['minls_global_32_1ofmore']" in messages and "count as zero" in messages
-    assert parts["load_global_32_1ofmore"] == weights["load_global_32_4ofmore"] * 1e6
-    assert "minls_global_32_1ofmore" not in parts

@@ -16,7 +16,7 @@ def cross_validate(model, dataset, progress=None) -> pd.DataFrame:
     """One row per case of *dataset*, predicted by *model* (a template: it is cloned,
     never changed) fitted without the case's class: its information, ``predicted_s``,
     ``measured_s``, ``rel_error`` and ``unseen_properties`` (weighted features of the
-    held-out class that no training class had, nor a stand-in; they count as zero)."""
+    held-out class that no training class had; they count as zero)."""
     classes = sorted(dataset.info.kernel_class.unique())
     parts = []
     for index, held_out in enumerate(classes, 1):

@@ -14,13 +14,12 @@ keeps (kernelcast.profile writes and reads them as versioned JSON).
 from weights times counts (paper, extended).
 
 Public names: Model, WeightedModel, register, model_class, model_names, get_model,
-as_properties, stand_in.
+as_properties.
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import warnings
 from abc import ABC, abstractmethod
 from typing import ClassVar
@@ -64,26 +63,6 @@ def as_properties(workload):
     from kernelcast.properties import Properties, extract_properties
 
     return workload if isinstance(workload, Properties) else extract_properties(workload)
-
-
-_STRIDED = re.compile(r"(load|store|minls)_global_(\d+)_([1-4])of(\d|more)")
-
-
-def stand_in(name: str, weights) -> str | None:
-    """The weighted property that prices *name*, a global access class without a weight:
-    the same direction, width and stride with the nearest utilization numerator k
-    (``1ofmore`` as ``4ofmore``, the higher k on a tie). A warp of stride s touches the
-    same sectors whatever the utilization, which only says how many of them other
-    accesses use again; None for any other property, or where the stride has no
-    weighted class."""
-    m = _STRIDED.fullmatch(name)
-    if m is None:
-        return None
-    kind, bits, k, of = m.groups()
-    for j in sorted(range(1, 5), key=lambda j: (abs(j - int(k)), -j)):
-        if f"{kind}_global_{bits}_{j}of{of}" in weights:
-            return f"{kind}_global_{bits}_{j}of{of}"
-    return None
 
 
 class Model(ABC):
@@ -212,31 +191,19 @@ class WeightedModel(Model):
         *values*; the paper's model adds them unchanged."""
 
     def contributions(self, values: dict[str, float]) -> dict[str, float]:
-        """Seconds per nonzero feature of *values*, summing to the prediction. A global
-        access class without a weight is priced by its ``stand_in``; other nonzero
-        features the model has no weight for are left out. Either says so with an
-        UncountedWarning."""
+        """Seconds per nonzero feature of *values*, summing to the prediction. Nonzero
+        features the model has no weight for are left out with an UncountedWarning."""
         from kernelcast.fitting.overlap import term_group
 
         self.check_fitted()
-        weights, parts, missing, stand_ins = self.weights_, {}, [], {}
+        weights, parts, missing = self.weights_, {}, []
         for name, value in values.items():
             if not value or term_group(name) == "context":
                 continue
             if name not in weights:
-                other = stand_in(name, weights)
-                if other is None:
-                    missing.append(name)
-                    continue
-                stand_ins[name] = other
-            parts[name] = weights[stand_ins.get(name, name)] * value
-        if stand_ins:
-            warnings.warn(f"the {self.name} model for {self.provenance_['device']} has no "
-                          f"weight for {sorted(stand_ins)} (no measurement kernel exercised "
-                          "them); each is priced as the same stride's nearest utilization "
-                          "class, whose warps touch as many sectors: "
-                          f"{', '.join(f'{k} as {v}' for k, v in sorted(stand_ins.items()))}",
-                          UncountedWarning, stacklevel=3)
+                missing.append(name)
+                continue
+            parts[name] = weights[name] * value
         if missing:
             warnings.warn(f"the {self.name} model for {self.provenance_['device']} has no "
                           f"weight for {sorted(missing)} (no measurement kernel exercised "
@@ -282,15 +249,14 @@ class WeightedModel(Model):
 
     def unseen(self, dataset) -> list[str]:
         """Weighted features that cases of *dataset* have and the model has no weight
-        nor stand-in for (they count as zero)."""
+        for (they count as zero)."""
         from kernelcast.fitting.overlap import term_group
 
         self.check_fitted()
         names = set()
         for i in range(len(dataset)):
             names |= {k for k, v in self.case_values(dataset, i).items()
-                      if v and term_group(k) != "context" and k not in self.weights_
-                      and stand_in(k, self.weights_) is None}
+                      if v and term_group(k) != "context" and k not in self.weights_}
         return sorted(names)
 
     def fitted_state(self) -> dict:
