@@ -161,7 +161,9 @@ def code_commit() -> str:
     head = git("rev-parse", "--short", "HEAD")
     if head is None:
         return "unknown (no git)"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # what the page is made from; not the page and figures this run is rewriting
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src", "scripts",
+                "benchmarks", "data")
     return head + (" with uncommitted changes" if dirty else "")
 
 
