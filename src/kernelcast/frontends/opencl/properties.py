@@ -252,6 +252,9 @@ def _union(counts, access, mine, ranges, global_size, local_size, scalars):
         if not reached.size:
             continue
         lo, hi = int(reached.min()), int(reached.max())
+        if max(hi, lowest + len(seen) - 1 if seen is not None else hi) \
+                - min(lo, lowest if seen is not None else lo) >= MOST_ELEMENTS:
+            return None  # a bitmap of over MOST_ELEMENTS elements
         if seen is None:
             lowest, seen = lo, np.zeros(hi - lo + 1, dtype=bool)
         if lo < lowest or hi >= lowest + len(seen):  # grow the bitmap
@@ -428,6 +431,8 @@ def _where(counts, access, v, global_size, local_size, scalars, memo, counters,
 #: corners)
 UNION_POINTS = 1 << 22
 CHUNKED_POINTS = 1 << 26
+#: the widest range of elements whose reached values are gathered in a bitmap
+MOST_ELEMENTS = 1 << 28
 # node tags whose later integer fields are operand nodes (values.py's forms)
 _OPERANDS = {"b", "u", "cv", "?", "f"}
 
