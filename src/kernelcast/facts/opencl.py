@@ -43,6 +43,7 @@ from kernelcast.facts.lanes import Site
 from kernelcast.facts.warps import COUNTERS, SiteTraffic, warp_sectors, warp_wavefronts
 from kernelcast.frontends.opencl.indices import index_values
 from kernelcast.frontends.opencl.properties import (
+    COMPARE,
     counter_nodes,
     counter_range,
     launch_geometry,
@@ -55,8 +56,6 @@ SAMPLED_VALUES = 16
 #: lane instances listed per site at most (groups are fewer where counters are many)
 MOST_LANES = 1 << 22
 
-_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-            "!=": np.not_equal}
 _DIRECTION = {"read": "load", "write": "store"}
 
 

@@ -34,7 +34,7 @@ branches on data by the statistics given (kernelcast.frontends.opencl.count_kern
 an index in a loop reaches what every value of its counter reaches.
 
 Public names: opencl_properties, warp_stride, sectors_stride, counter_nodes, counter_range,
-launch_geometry, WARP_AGREEMENT.
+launch_geometry, COMPARE, WARP_AGREEMENT.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def _reached(counts, access, mine, axes, global_size, local_size, scalars):
                                              bound.shape)) > UNION_POINTS:
                 return None
             rising = op in ("<", "<=")
-            inside = inside & _COMPARE[op](axes[k], bound) & (
+            inside = inside & COMPARE[op](axes[k], bound) & (
                 (axes[k] >= first) if rising else (axes[k] <= first))
             if k in counts.counter_steps:  # the values its own first value steps to
                 inside = inside & ((axes[k] - first) % counts.counter_steps[k] == 0)
@@ -395,7 +395,7 @@ def _ends(counts, key, global_size, local_size, scalars):
     return first, bound + {"<": -1, "<=": 0, ">": 1, ">=": 0, "!=": 0}[op]
 
 
-_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "!=": np.not_equal}
 
 
