@@ -8,9 +8,9 @@ OpenCL C source, Nsight Compute CSVs, search spaces; tests/fuzzing.py and its fu
 modules generate them): every invocation exits with 0, 1 or 2, neither dies by a signal
 nor hangs, prints no traceback, ends a failure with exactly one "kernelcast: error:" line
 (or argparse's usage and error), prints no warning twice, prints no NaN, infinity or
-negative time, leaves every input file it was given and data/ as they were. At least
-1,000 invocations run, at least 10 of each verb; generating stops when the time budget
-is spent (benchmarks/fuzz.py runs a larger fuzz).
+negative time, leaves every input file it was given and data/ as they were. All 600
+invocations of the seed run (at least 10 of each verb), however fast the machine; the
+time budget only stops a fuzz that hangs (benchmarks/fuzz.py runs a larger fuzz).
 """
 
 import multiprocessing
@@ -35,8 +35,8 @@ from fuzzing import (
     run,
 )
 
-SECONDS = 60.0  # generation stops here; the workspace and the checks take a few more
-MINIMUM = 1000
+INVOCATIONS = 600  # about 90 s on a 2-core machine
+SECONDS = 600.0  # generation stops here, whether or not all ran
 
 
 def _fresh(function, *args, **kwargs):
@@ -49,17 +49,17 @@ def _fresh(function, *args, **kwargs):
 
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory):
-    return _fresh(fuzz, tmp_path_factory.mktemp("fuzz"), seed=21, invocations=1600,
+    return _fresh(fuzz, tmp_path_factory.mktemp("fuzz"), seed=21, invocations=INVOCATIONS,
                   seconds=SECONDS, budget=Budget(), timeout=60.0)
 
 
 def test_enough_invocations_of_every_verb_ran(summary):
-    assert summary["invocations"] >= MINIMUM, summary
+    assert summary["invocations"] == INVOCATIONS, summary
     for verb in VERBS:
         assert sum(summary["by_verb"][verb].values()) >= 10, (verb, summary["by_verb"])
     outcomes = summary["outcomes"]
     assert outcomes.get("ok", 0) >= 50 and outcomes.get("error 2", 0) >= 100
-    assert outcomes.get("error 1", 0) >= 20 and outcomes.get("usage", 0) >= 20
+    assert outcomes.get("error 1", 0) >= 12 and outcomes.get("usage", 0) >= 20
 
 
 def test_every_kind_of_input_came_damaged(summary):

@@ -1,6 +1,7 @@
 """The committed Pöppl–Herz profiles (data/profiles/<device>-opencl-poppl-herz[-simple].json,
 fitted by scripts/fit_profiles.sh from data/{h100,h200,pocl}/poppl-herz.sqlite.xz): a refit
-gives the identical file, they hold the fits the random-kernel evaluation was made with, and
+gives the same fit (the identical file on one machine), they hold the fits the
+random-kernel evaluation was made with, and
 `kernelcast predict KERNEL.cl --model poppl-herz --device NAME` finds the one of the device
 named, never another device's, or says in one line how to fit one."""
 
@@ -54,30 +55,60 @@ def _predict(kernel_file, *extra, json_out=True):
 
 # {{{ the committed profiles
 
+def _numbers(doc, prefix=""):
+    """(path, value) of every leaf of a JSON document, in a fixed order."""
+    if isinstance(doc, dict):
+        for key, value in sorted(doc.items()):
+            yield from _numbers(value, f"{prefix}.{key}")
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _numbers(value, f"{prefix}[{i}]")
+    else:
+        yield prefix, doc
+
+
+def _assert_same_fit(refit: dict, committed: dict):
+    """The refit is the committed fit but for created_at and the last digits of the
+    iterative least-squares solutions, which differ from one CPU to another (up to 1e-10
+    relative; a curve's parameters where its power term has shrunk to nothing, and
+    differences of nearly equal numbers, within 1e-6 absolute: W is in units of one
+    operation). A fit of another store or variant differs by far more."""
+    refit, committed = {**refit, "created_at": None}, {**committed, "created_at": None}
+    pairs = list(zip(_numbers(refit), _numbers(committed), strict=True))
+    for (where, value), (other, want) in pairs:
+        assert where == other
+        if isinstance(want, float) and not isinstance(want, bool):
+            loose = ".curve." in where
+            assert value == pytest.approx(want, rel=1e-6, abs=1e-6 if loose else 0), where
+        else:
+            assert value == want, where
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_a_refit_of_the_h100_store_gives_the_committed_file(tmp_path, name):
-    """scripts/fit_profiles.sh's fit of the committed store, in a copy of data/: the
-    profile there is left byte for byte as it is (same fit, so not rewritten)."""
+def test_a_refit_of_the_h100_store_gives_the_committed_fit(tmp_path, name):
+    """scripts/fit_profiles.sh's fit of the committed store, in a copy of data/, holds the
+    committed fit; the fit is deterministic, so a second refit leaves the first's file
+    byte for byte as it is (same fit, so not rewritten)."""
     committed = _profile("h100", name)
     folder = tmp_path / "data" / "profiles"
     packed = tmp_path / "data" / "h100" / "poppl-herz.sqlite.xz"
     folder.mkdir(parents=True)
     packed.parent.mkdir()
     shutil.copy(DATA / "h100" / "poppl-herz.sqlite.xz", packed)
-    shutil.copy(committed, folder / committed.name)
-    path, written = fit_committed_profile(packed, folder, "poppl-herz", name,
-                                          classes=VARIANTS[name])
+    path, _ = fit_committed_profile(packed, folder, "poppl-herz", name,
+                                    classes=VARIANTS[name])
     assert path == folder / committed.name
-    refit = json.loads(path.read_text())
-    before = json.loads(committed.read_text())
-    assert {**refit, "created_at": None} == {**before, "created_at": None}
-    assert not written and path.read_bytes() == committed.read_bytes()
+    _assert_same_fit(json.loads(path.read_text()), json.loads(committed.read_text()))
+    first = path.read_bytes()
+    again, written = fit_committed_profile(packed, folder, "poppl-herz", name,
+                                           classes=VARIANTS[name])
+    assert again == path and not written and path.read_bytes() == first
 
 
 @pytest.mark.parametrize("damage", ["none", "other fit"])
 def test_a_refit_writes_the_fit_where_none_or_another_is_there(tmp_path, damage):
     """Without a profile to keep, or over one of another fit, the refit is written: the
-    committed document but for the time it was written."""
+    committed fit but for the time it was written."""
     packed = tmp_path / "data" / "h100" / "poppl-herz.sqlite.xz"
     packed.parent.mkdir(parents=True)
     shutil.copy(DATA / "h100" / "poppl-herz.sqlite.xz", packed)
@@ -90,8 +121,7 @@ def test_a_refit_writes_the_fit_where_none_or_another_is_there(tmp_path, damage)
         (folder / _profile("h100").name).write_text(json.dumps(other, indent=1) + "\n")
     path, written = fit_committed_profile(packed, folder, "poppl-herz")
     assert written and path == folder / _profile("h100").name
-    refit = json.loads(path.read_text())
-    assert {**refit, "created_at": None} == {**before, "created_at": None}
+    _assert_same_fit(json.loads(path.read_text()), before)
 
 
 @pytest.mark.parametrize("gpu", sorted(DEVICES))
@@ -113,14 +143,7 @@ def test_the_committed_profiles_hold_the_fits_of_the_random_kernel_evaluation(gp
     assert state["simd_width"] == recorded["simd_width"]
     assert set(state["terms"]) == set(recorded["terms"])
 
-    def numbers(doc, prefix=""):
-        if isinstance(doc, dict):
-            for key, value in sorted(doc.items()):
-                yield from numbers(value, f"{prefix}.{key}")
-        else:
-            yield prefix, doc
-
-    for (where, value), (_, want) in zip(numbers(state), numbers(recorded), strict=True):
+    for (where, value), (_, want) in zip(_numbers(state), _numbers(recorded), strict=True):
         assert value == pytest.approx(want, rel=1e-6, abs=1e-30), where
     if gpu != "pocl":
         assert state == recorded
