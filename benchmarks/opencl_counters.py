@@ -11,6 +11,8 @@ compared).
       launches every "gpu" launch once; writes DIR/opencl-counters-ncu.csv and
       DIR/opencl-counters-run.json (each launch's name, function, grid, block and
       whether its outputs were right), with the device, driver and date.
+      With --hierarchy, the memory hierarchy's and the SMs' counters instead (HIERARCHY),
+      into DIR/opencl-hierarchy-ncu.csv and DIR/opencl-hierarchy-run.json.
   compare (anywhere, no device): predicts each profiled launch's counters from its
       OpenCL source (kernelcast.facts.opencl.opencl_launch_facts) and writes
       DIR/opencl-counters.json: per launch and counter the prediction, the measurement
@@ -48,6 +50,20 @@ COMPARED = (
 CONTEXT = ("smsp__sass_inst_executed_op_global_ld.sum",
            "smsp__sass_inst_executed_op_global_st.sum", "launch__registers_per_thread",
            "launch__grid_size", "launch__block_size")
+#: `profile --hierarchy`: where each launch's traffic ends (L1, L2, DRAM), its
+#: instructions and how busy it kept the SMs and DRAM, to find why a model misses it
+HIERARCHY = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+             "lts__t_sectors_srcunit_tex_op_read.sum",
+             "lts__t_sectors_srcunit_tex_op_write.sum",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+             "sm__inst_executed.sum", "smsp__inst_executed_pipe_xu.sum",
+             "smsp__inst_executed_pipe_fp64.sum",
+             "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+             "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+             "sm__warps_active.avg.pct_of_peak_sustained_active",
+             "launch__registers_per_thread", "launch__grid_size", "launch__block_size",
+             "launch__waves_per_multiprocessor")
 AGREEMENT = 0.20
 
 
@@ -109,11 +125,12 @@ def profile(args) -> int:
     """Run `run` under Nsight Compute; write the CSV and the run's record."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "opencl-counters-run.jsonl"
+    stem = "opencl-hierarchy" if args.hierarchy else "opencl-counters"
+    log = out / f"{stem}-run.jsonl"
     log.write_text("")
     names = sorted({launch.kernel for launch in _launches(args.only)})
     command = ["ncu", "--csv", "--page", "raw", "--target-processes", "all",
-               "--metrics", ",".join(COMPARED + CONTEXT),
+               "--metrics", ",".join(HIERARCHY if args.hierarchy else COMPARED + CONTEXT),
                "--kernel-name", "regex:^(" + "|".join(names) + ")$",
                sys.executable, __file__, "run", "--log", str(log),
                *(["--only", *args.only] if args.only else [])]
@@ -123,7 +140,7 @@ def profile(args) -> int:
     except subprocess.TimeoutExpired as err:
         done = subprocess.CompletedProcess(command, -9, err.stdout or "", "ncu timed out")
     stdout = done.stdout if isinstance(done.stdout, str) else done.stdout.decode()
-    (out / "opencl-counters-ncu.csv").write_text(stdout)
+    (out / f"{stem}-ncu.csv").write_text(stdout)
     records = [json.loads(line) for line in log.read_text().splitlines() if line]
     log.unlink()
     import cupy as cp
@@ -133,7 +150,7 @@ def profile(args) -> int:
            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "ncu": _ncu_version(), "returncode": done.returncode,
            "stderr_tail": done.stderr[-2000:], "launches": records}
-    (out / "opencl-counters-run.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / f"{stem}-run.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{len(records)} launches, {sum(bool(r.get('right')) for r in records)} right; "
           f"ncu exit {done.returncode}")
     return 0 if done.returncode == 0 else 1
@@ -226,6 +243,8 @@ def main() -> int:
     p.add_argument("--out", required=True, help="folder of the CSV and the run record")
     p.add_argument("--only", nargs="+", metavar="KERNEL", help="only these kernels")
     p.add_argument("--timeout", type=float, default=480, help="seconds ncu may take (480)")
+    p.add_argument("--hierarchy", action="store_true",
+                   help="profile the memory hierarchy's and SMs' counters (HIERARCHY) instead")
     c = verbs.add_parser("compare", help="predicted counters against the profile")
     c.add_argument("--dir", required=True, help="folder of the profile")
     args = parser.parse_args()
