@@ -13,6 +13,11 @@ compared).
       whether its outputs were right), with the device, driver and date.
       With --hierarchy, the memory hierarchy's and the SMs' counters instead (HIERARCHY),
       into DIR/opencl-hierarchy-ncu.csv and DIR/opencl-hierarchy-run.json.
+  causes (anywhere, no device): sorts the launches of the --hierarchy profile by what
+      bounds them (CAUSES: under a quarter of a wave, DRAM, the SMs, reuse in L1, none
+      saturated) and counts, per class, the launches each model of
+      DIR/opencl-programs-eval.json predicts within 0.7-1.3; writes
+      DIR/opencl-hierarchy.json.
   compare (anywhere, no device): predicts each profiled launch's counters from its
       OpenCL source (kernelcast.facts.opencl.opencl_launch_facts) and writes
       DIR/opencl-counters.json: per launch and counter the prediction, the measurement
@@ -20,6 +25,8 @@ compared).
 
 Run:  python benchmarks/opencl_counters.py profile --out data/h100 [--only KERNEL ...]
       python benchmarks/opencl_counters.py compare --dir data/h100
+      python benchmarks/opencl_counters.py profile --hierarchy --out data/h100
+      python benchmarks/opencl_counters.py causes --dir data/h100
 """
 
 from __future__ import annotations
@@ -65,6 +72,14 @@ HIERARCHY = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_writ
              "launch__registers_per_thread", "launch__grid_size", "launch__block_size",
              "launch__waves_per_multiprocessor")
 AGREEMENT = 0.20
+#: what bounds a launch, tried in this order: (name, test on its hierarchy counters)
+CAUSES = (
+    ("under a quarter of a wave", lambda c: c["waves"] < 0.25),
+    ("DRAM-bound", lambda c: c["dram_pct"] >= 60),
+    ("SM-bound", lambda c: c["sm_pct"] >= 60),
+    ("reuse in L1", lambda c: c["l1_sectors"] >= 3 * c["l2_sectors"]),
+    ("none saturated", lambda c: True),
+)
 
 
 def _launches(only):
@@ -233,6 +248,69 @@ def _short(name: str) -> str:
             .replace("_pipe_lsu_mem_global_op", "").replace("wavefronts_mem_", ""))
 
 
+def _hierarchy(measured: dict) -> dict:
+    """The few numbers CAUSES reads, from one launch's --hierarchy metrics."""
+    def get(name):
+        value = measured.get(name)
+        return float(value) if isinstance(value, int | float) else math.nan
+
+    return {"seconds": get("gpu__time_duration.sum") * 1e-9,
+            "dram_bytes": get("dram__bytes_read.sum") + get("dram__bytes_write.sum"),
+            "l2_sectors": get("lts__t_sectors_srcunit_tex_op_read.sum")
+            + get("lts__t_sectors_srcunit_tex_op_write.sum"),
+            "l1_sectors": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+            + get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+            "instructions": get("sm__inst_executed.sum"),
+            "dram_pct": get("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+            "sm_pct": get("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+            "occupancy_pct": get("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            "waves": get("launch__waves_per_multiprocessor")}
+
+
+def causes(args) -> int:
+    """Sort the profiled launches by what bounds them; per class, each model's hits."""
+    from kernelcast.frontends.profiler import read_ncu_csv
+
+    folder = Path(args.dir)
+    run_doc = json.loads((folder / "opencl-hierarchy-run.json").read_text())
+    profiled = read_ncu_csv((folder / "opencl-hierarchy-ncu.csv").read_text(),
+                            str(folder / "opencl-hierarchy-ncu.csv"))
+    evaluated = json.loads((folder / "opencl-programs-eval.json").read_text())
+    timed = {row["launch"]: row for row in evaluated["per_launch"]}
+    models = list(evaluated["models"])
+    by_function: dict[str, list] = {}
+    for p in profiled:
+        by_function.setdefault(p.kernel.split("(")[0].split()[-1], []).append(p)
+    rows, classes = [], {name: {"launches": 0, **{m: 0 for m in models}}
+                         for name, _ in CAUSES}
+    for record in run_doc["launches"]:
+        queue = by_function.get(record["kernel"], [])
+        if "error" in record or not queue or record["launch"] not in timed:
+            continue
+        counters = _hierarchy(queue.pop(0).metrics)
+        cause = next(name for name, test in CAUSES if test(counters))
+        measured = timed[record["launch"]]["measured_s"]
+        ratios = {m: (p / measured if isinstance(p, int | float) and p > 0 else None)
+                  for m, p in timed[record["launch"]]["predicted_s"].items()}
+        rows.append({"launch": record["launch"], "cause": cause, "counters": counters,
+                     "ratios": ratios})
+        classes[cause]["launches"] += 1
+        for m, r in ratios.items():
+            classes[cause][m] += r is not None and 0.7 <= r <= 1.3
+        shown = " ".join(f"{m} {r:.2f}" for m, r in ratios.items() if r is not None)
+        print(f"{record['launch'][:64]:64s} {cause:26s} {shown}")
+    print(f"\nlaunches within 0.7-1.3 per model, by what bounds them "
+          f"({evaluated['device']}):")
+    for name, row in classes.items():
+        print(f"  {name:26s} {row['launches']:3d} launches: "
+              + ", ".join(f"{m} {row[m]}" for m in models))
+    doc = {"device": run_doc["device"], "driver": run_doc["driver"],
+           "profiled": run_doc["date"], "ncu": run_doc.get("ncu"),
+           "causes": [name for name, _ in CAUSES], "classes": classes, "launches": rows}
+    (folder / "opencl-hierarchy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -247,8 +325,12 @@ def main() -> int:
                    help="profile the memory hierarchy's and SMs' counters (HIERARCHY) instead")
     c = verbs.add_parser("compare", help="predicted counters against the profile")
     c.add_argument("--dir", required=True, help="folder of the profile")
+    k = verbs.add_parser("causes", help="what bounds each launch, and each model's hits")
+    k.add_argument("--dir", required=True,
+                   help="folder of the --hierarchy profile and opencl-programs-eval.json")
     args = parser.parse_args()
-    return {"run": run, "profile": profile, "compare": compare}[args.verb](args)
+    return {"run": run, "profile": profile, "compare": compare,
+            "causes": causes}[args.verb](args)
 
 
 if __name__ == "__main__":
