@@ -1800,7 +1800,7 @@ def section_opencl_programs() -> list[str]:
                     + [" / ".join(ratio(e, m) for e in entries) for m in models])
     out.append(table(["kernel", "measured µs"] + [OPENCL_PROGRAM_MODELS[m] for m in models],
                      rows, ["l", "r"] + ["r"] * len(models)))
-    return out + [""] + opencl_counters()
+    return out + [""] + opencl_counters() + [""] + opencl_causes()
 
 
 OPENCL_COUNTERS = {
@@ -1846,6 +1846,28 @@ def opencl_counters() -> list[str]:
             misses.append(f"{r['launch'].split('/')[0]} ({'; '.join(off)})")
     if misses:
         out += ["", "Outside 20%: " + ", ".join(dict.fromkeys(misses)) + "."]
+    return out
+
+
+def opencl_causes() -> list[str]:
+    """Each model's hits on the programs' launches, by what bounds the launch."""
+    out = ["### What bounds their launches", ""]
+    path = DATA / "h100" / "opencl-hierarchy.json"
+    if not path.exists():
+        return out + [missing(path)]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    models = [m for m in next(iter(doc["classes"].values())) if m != "launches"]
+    out += [f"Each launch above, profiled for its DRAM, L2 and L1 traffic, instructions and "
+            f"the SMs' and DRAM's throughput on the {doc['device']} (driver "
+            f"{doc['driver']}, {doc['profiled'][:10]}; `benchmarks/opencl_counters.py "
+            f"profile --hierarchy` and `causes`, `{rel(path)}`), is put in the first class "
+            "it fits: under a quarter of a wave (`launch__waves_per_multiprocessor`), DRAM- "
+            "or SM-bound (≥ 60% of peak throughput), reuse in L1 (≥ 3 L1 sectors per L2 "
+            "sector), none saturated. The count of launches within 0.7–1.3 per model:", ""]
+    rows = [[name, str(c["launches"]), *(str(c[m]) for m in models)]
+            for name, c in doc["classes"].items()]
+    out.append(table(["bound by", "launches", *models], rows,
+                     ["l", "r", *("r" for _ in models)]))
     return out
 
 
