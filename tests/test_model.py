@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 import kernelcast as kc
-from kernelcast.errors import (KernelcastError, NotFittedError, SolverWarning,
-                               UncountedWarning)
+from kernelcast.errors import KernelcastError, SolverWarning, UncountedWarning
 from kernelcast.evaluation.crossval import cross_validate
 from kernelcast.evaluation.tables import table1
 from kernelcast.fitting.dataset import PropertyCache, load_dataset, timing_noise
@@ -186,19 +185,6 @@ def test_the_registry():
         get_model("kernelcast")  # the extended model's old name
     with pytest.raises(TypeError):
         PaperModel(True)  # keyword-only
-
-
-def test_unfitted_models_refuse_to_predict():
-    for model in (PaperModel(), ExtendedModel()):
-        assert not model.is_fitted
-        with pytest.raises(NotFittedError, match="not fitted"):
-            model.predict(kernels.scale(256), {"n": 1000})
-    assert issubclass(NotFittedError, KernelcastError)
-
-
-def test_an_unfitted_model_has_no_profile(tmp_path):
-    with pytest.raises(NotFittedError):
-        save_profile(PaperModel(), tmp_path / "p.json")
 
 
 def test_profile_round_trip_and_validation(paper, tmp_path):

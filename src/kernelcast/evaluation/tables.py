@@ -27,11 +27,7 @@ def table1(model, dataset, details: bool = False) -> pd.DataFrame:
 
 
 def _details(model, dataset, i) -> dict:
-    case = dataset.cases[i]
-    registers = getattr(model, "case_registers", lambda case: None)(case)
-    if registers is None:
-        return model.details(dataset.properties(i), dataset.params(i))
-    return model.details(dataset.properties(i), dataset.params(i), registers)
+    return model.details(dataset.properties(i), dataset.params(i))
 
 
 def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

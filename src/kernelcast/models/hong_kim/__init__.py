@@ -4,7 +4,7 @@ properties (inputs) and the MWP/CWP equations (equations).
 
 Nothing is fitted to timings: ``fit`` resolves the hardware description, given by name or
 path, or else the packaged one whose name is the dataset's device, and the registers per
-thread that the device's compiler reported for suite kernels, if given. Parts of
+thread by kernel name that the device's compiler reported, if given. Parts of
 ``explain`` are the memory, computation and synchronization terms of the regime that
 applied.
 
@@ -20,8 +20,6 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from kernelcast.errors import KernelcastError
-from kernelcast.models.base import Model, as_properties, register
-from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
 from kernelcast.hardware import (
     Hardware,
     hardware_for_device,
@@ -30,6 +28,8 @@ from kernelcast.hardware import (
     load_hardware,
     load_registers,
 )
+from kernelcast.models.base import Model, as_properties, register
+from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
 from kernelcast.models.hong_kim.inputs import workload
 
 __all__ = ["Estimate", "Hardware", "HongKimModel", "Workload", "estimate",
@@ -40,8 +40,13 @@ __all__ = ["Estimate", "Hardware", "HongKimModel", "Workload", "estimate",
 class HongKimModel(Model):
     """The Hong–Kim model. *hardware*: a packaged GPU name (h100, h200, fx5600, c1060) or
     a JSON file; None takes the dataset's device. *registers*: a JSON file of registers
-    per thread by suite kernel name (data/<gpu>/registers.json); *registers_per_thread*
-    applies to every other kernel. Without either, registers do not limit occupancy."""
+    per thread by kernel name (data/<gpu>/registers.json). A workload takes the registers
+    listed under its kernel name (its Properties' ``kernel_name``), else
+    *registers_per_thread*; without either, registers do not limit occupancy. One rule
+    for ``predict``, ``explain`` and ``predict_dataset``, so that they agree on a case.
+    The committed files are keyed by suite case (``arithmetic[add]/float32/g16x16``),
+    while a suite kernel is named after its class alone (``arith_add``), without the
+    dtype and work-group size its registers differ by: those counts do not reach it."""
 
     name = "hong-kim"
     summary = "Hong & Kim's analytical MWP/CWP model on measured hardware parameters"
@@ -86,10 +91,13 @@ class HongKimModel(Model):
 
     def _estimate_of(self, workload_, params: dict, registers: int | None = None
                      ) -> Estimate:
-        """The estimate of *workload_* (a Loopy kernel or its properties) at *params*."""
+        """The estimate of *workload_* (a Loopy kernel or its properties) at *params*,
+        with *registers* per thread, else those of its kernel name (the class
+        docstring)."""
         self.check_fitted()
-        return self._estimate(as_properties(workload_), params,
-                              registers or self.registers_per_thread)
+        props = as_properties(workload_)
+        return self._estimate(props, params, registers or self.registers_.get(
+            props.kernel_name, self.registers_per_thread))
 
     def explain(self, workload_, params: dict) -> dict[str, float]:
         est = self._estimate_of(workload_, params)
@@ -108,18 +116,6 @@ class HongKimModel(Model):
     def estimate(self, workload_, params: dict) -> Estimate:
         """The full estimate, with every quantity of the equations."""
         return self._estimate_of(workload_, params)
-
-    def case_registers(self, case) -> int | None:
-        return self.registers_.get(case.kernel_name, self.registers_per_thread)
-
-    def predict_dataset(self, dataset):
-        import numpy as np
-
-        self.check_fitted()
-        return np.array([
-            self._estimate(dataset.properties(i), dataset.params(i),
-                           self.case_registers(dataset.cases[i])).seconds
-            for i in range(len(dataset))])
 
     def fitted_state(self) -> dict:
         self.check_fitted()
