@@ -583,7 +583,10 @@ def test_workers_generate_the_same_code_in_the_same_order(pocl, tmp_path):
         serial = run_campaign(jobs, pocl, store, verify=False, **FAST)
     with Store(tmp_path / "workers.sqlite", pocl.identity) as store:
         spread = run_campaign(jobs, pocl, store, verify=False, workers=2, **FAST)
-    assert spread.statuses == serial.statuses == {"ok": len(jobs)}
+    for result in (serial, spread):  # every job timed; whether its times were stable
+        # is up to the machine's load (the tolerance verdict), not to the workers
+        assert set(result.statuses) <= {"ok", "unstable"}
+        assert sum(result.statuses.values()) == len(jobs)
     assert spread.keys == serial.keys  # the keys carry the generated code's sha256
     assert [r["case_name"] for r in _rows(tmp_path / "workers.sqlite")] == \
         [j.name for j in jobs]

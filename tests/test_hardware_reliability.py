@@ -2,10 +2,10 @@
 or extreme values: each is refused where it is read, with one line naming the file, the
 field and the value, and whatever is accepted predicts a finite, positive time."""
 
-import itertools
 import json
 import lzma
 import math
+import random
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,14 +125,22 @@ WORKLOADS = [
 ]
 
 
+CORNERS = 200_000
+
+
 def test_every_corner_of_the_accepted_hardware_gives_a_finite_positive_time():
-    # the tuner's launch limit, which no estimate reads, at one value: twice the
-    # corners would only repeat every estimate
+    """Corners of the accepted hardware (each parameter at its least or most, the
+    registers also unlimited), drawn at random with a fixed seed: 200,000 of the 6.3
+    million, in which every combination of the extremes of any ten parameters comes up
+    130 to 200 times (the chance of missing one is below 1e-50), where the whole product
+    took 6 to 18 minutes. The tuner's launch limit, which no estimate reads, is left out."""
     names = sorted(n for n in BOUNDS if n != "static_shared_mem_per_block")
     choices = [(*BOUNDS[n][:2], None) if n == "registers_per_sm" else BOUNDS[n][:2]
                for n in names]
+    rng = random.Random(0)
     estimated = 0
-    for corner in itertools.product(*choices):
+    for _ in range(CORNERS):
+        corner = [rng.choice(c) for c in choices]
         try:
             hw = hardware_from_dict({**dict(zip(names, corner)), "name": "corner"}, "corner")
         except ProfileError as err:  # a block smaller than a warp, and the like
@@ -148,7 +156,7 @@ def test_every_corner_of_the_accepted_hardware_gives_a_finite_positive_time():
             assert all(math.isfinite(v) for v in values), (hw, wl, est)
             assert est.seconds > 0 and min(est.parts.values()) >= 0, (hw, wl, est)
             estimated += 1
-    assert estimated > 40000
+    assert estimated > 250_000
 
 
 def _corner(tmp_path, name, pick):

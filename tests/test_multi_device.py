@@ -419,7 +419,7 @@ def calibration(two_devices, tmp_path_factory):
 
 
 def test_calibrate_devices_makes_a_store_and_a_profile_bound_to_each_device(
-        calibration, two_devices):
+        calibration, two_devices, tmp_path):
     done = calibration.done
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
@@ -448,14 +448,36 @@ def test_calibrate_devices_makes_a_store_and_a_profile_bound_to_each_device(
                                           "driver": two_devices[0].driver,
                                           "instance": "#1"})
 
-    again, seconds = _kernelcast("calibrate", "--devices", "all", "--device", "pthread",
-                                 *FAST, cwd=calibration.folder, timeout=600)
+    # a rerun resumes: every case is found in its device's store, none is run again.
+    # PoCL caches every program it builds under XDG_CACHE_HOME (pyopencl leaves caching
+    # to it): the rerun's, fresh, must stay without a program
+    before, logs = {}, {}
+    for instance in ("#0", "#1"):
+        store = calibration.paths(instance)[0]
+        before[instance] = _rows(store)
+        logs[instance] = store.with_suffix(".log").read_text()
+    cache = tmp_path / "cache"
+    again = subprocess.run([sys.executable, "-m", "kernelcast", "calibrate", "--devices",
+                            "all", "--device", "pthread", *FAST], cwd=calibration.folder,
+                           env={**_env(), "XDG_CACHE_HOME": str(cache)},
+                           capture_output=True, text=True, timeout=600, check=False)
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(again.stdout.splitlines()) == 2
+    assert (cache / "pocl" / "kcache").is_dir()  # PoCL was loaded, with this cache
+    assert not list((cache / "pocl" / "kcache").glob("*/*"))  # and built nothing
     for instance in ("#0", "#1"):
-        with Store(calibration.paths(instance)[0]) as opened:
-            assert len(opened.keys()) == sizes[instance]  # nothing measured again
-    assert seconds < calibration.seconds / 2, (seconds, calibration.seconds)
+        store = calibration.paths(instance)[0]
+        assert _rows(store) == before[instance]  # the same rows: none added or replaced
+        log = store.with_suffix(".log").read_text()
+        assert log.startswith(logs[instance])
+        # the rerun's progress: stored cases skipped, and no job run (a job's line, if
+        # any, says it was only looked up while choosing sizes)
+        added = log[len(logs[instance]):].splitlines()
+        skipped = [line for line in added if re.fullmatch(r"\d+ stored cases? skipped", line)]
+        assert skipped, added
+        jobs = [line for line in added if re.match(r"\[\d+/\d+ ", line)]
+        looked_up = ": measured above, while choosing sizes"
+        assert all(line.endswith(looked_up) for line in jobs), jobs
 
 
 HOLD_FIRST = textwrap.dedent('''

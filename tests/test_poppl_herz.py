@@ -16,7 +16,7 @@ from kernelcast.errors import KernelcastError, NotFittedError
 from kernelcast.fitting.dataset import load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import PopplHerzModel, get_model
-from kernelcast.models.poppl_herz import benchmarks as bench
+from kernelcast.suites import poppl_herz as bench
 from kernelcast.models.poppl_herz.curves import (
     fit_line,
     fit_piecewise,
@@ -149,17 +149,25 @@ def test_explain_sums_to_predict_and_work_scales_it(fitted):
     assert sum(parts.values()) == pytest.approx(fitted.predict(KERNEL, small), rel=1e-12)
     assert "base" in parts and "div:float" in parts
     assert "global:read:interval" in parts and "global:read:complex" in parts
-    assert fitted.predict(KERNEL, large) > 4 * fitted.predict(KERNEL, small) * 0.5
+    # t = c_fixed + c_base nWI + sum of W(n) c nWI / U: with the same counts and group
+    # (U) and 16 times the work-items, everything but c_fixed grows 16-fold
+    fixed = fitted.base_.intercept
+    assert fitted.predict(KERNEL, large) - fixed == pytest.approx(
+        16 * (fitted.predict(KERNEL, small) - fixed), rel=1e-9)
 
 
-def test_a_work_group_that_fills_fewer_lanes_costs_more(fitted):
+def test_a_work_group_that_fills_fewer_lanes_pays_for_the_idle_ones(fitted):
+    """Groups of w - 1 work-items on SIMD units of w lanes: U = (w - 1) / w, so the
+    operations and accesses of 64 (w - 1) x 64 work-items cost what those of 64 w x 64
+    work-items in full groups do; only the base cost, c_base per work-item, is smaller,
+    by c_base x 64 x 64."""
     width = fitted.simd_width_
     if width == 1:
         pytest.skip("this device's measured SIMD width is 1: U is always 1")
     full = fitted.predict(KERNEL, {"global_size": [width * 64, 64], "local_size": [width, 1]})
     part = fitted.predict(KERNEL, {"global_size": [width * 64 - 64, 64],
                                    "local_size": [width - 1, 1]})
-    assert part > full * (width - 1) / width
+    assert part == pytest.approx(full - fitted.base_.slope * 64 * 64, rel=1e-12)
 
 
 def test_the_simple_model_prices_every_read_as_coalesced(dataset, fitted):
