@@ -169,7 +169,7 @@ def predictions(launch, profiles: dict) -> dict:
 
     from kernelcast.errors import KernelcastError
     from kernelcast.frontends.opencl import count_kernel
-    from kernelcast.frontends.opencl.properties import opencl_properties
+    from kernelcast.properties.opencl import opencl_properties
     from kernelcast.suites.opencl_programs import source
 
     out = {}

@@ -21,7 +21,7 @@ on one device, then every model judged on the random kernels.
       DIR/random-eval.json: per model and set, the fraction with 0.7 < predicted/measured
       < 1.3, the geometric-mean relative error and every ratio (for the scatter plots).
       The Loopy models also predict each kernel's OpenCL source directly, from its paper
-      properties (kernelcast.frontends.opencl.properties), and are compared with their
+      properties (kernelcast.properties.opencl), and are compared with their
       predictions of the Loopy twin. No random kernel is in any fitting set.
 
 Run:  python benchmarks/poppl_herz.py measure --out data/h100 [--device NVIDIA] [--cpu]
@@ -87,7 +87,7 @@ def measure(args) -> int:
             measure_suite(get_suite(micro), backend, store)
         print(f"microbenchmarks: {time.monotonic() - start:.0f} s", flush=True)
     if args.only == "added":
-        from kernelcast.models.poppl_herz.benchmarks import added
+        from kernelcast.suites.poppl_herz import added
 
         with Store(out / "poppl-herz.sqlite", backend.identity, create_dirs=True) as store:
             measure_suite(added(micro), backend, store)
@@ -155,7 +155,7 @@ def _random_kernel(case):
 def _source_properties(dataset) -> list:
     """The paper properties of each case's OpenCL source at its launch (None where the
     mapping refuses it)."""
-    from kernelcast.frontends.opencl.properties import opencl_properties
+    from kernelcast.properties.opencl import opencl_properties
 
     out = []
     with warnings.catch_warnings():

@@ -1610,7 +1610,7 @@ def _poppl_herz_source(docs) -> list[str]:
         return []
     return ["**Beyond the slides: the fitted models predicting OpenCL source directly.** "
             "Each random kernel's OpenCL C is turned into the paper's properties at its "
-            "launch (`kernelcast.frontends.opencl.properties`, docs/opencl.md, \"The "
+            "launch (`kernelcast.properties.opencl`, docs/opencl.md, \"The "
             "paper's properties of OpenCL source\"), with no Loopy kernel, and the same "
             "fitted model predicts from them. *twin → source*: the figure when predicting "
             "the Loopy twin, then when predicting the source; *equal*: the share of kernels "
@@ -1634,7 +1634,7 @@ def section_poppl_herz() -> list[str]:
     out += ["Random kernels of the slides' two sets (`kernelcast.suites.random_kernels`, "
             "docs/random-kernels.md), each timed as OpenCL C source; no random kernel is in "
             "any fitting set. Pöppl–Herz is fitted from its own microbenchmarks "
-            "(`kernelcast.models.poppl_herz.benchmarks`) and predicts from the source; "
+            "(`kernelcast.suites.poppl_herz`) and predicts from the source; "
             "*Pöppl–Herz (facts)* (`kernelcast.models.poppl_herz.facts`) is the same fit "
             "with its global accesses priced by the bytes L1, L2 and DRAM serve (the Loopy "
             "twin's predicted facts; DRAM at the fitted coalesced access's cost per byte, "
@@ -2118,7 +2118,8 @@ def _criteria_cases() -> list[str]:
 def _criteria_judged() -> list[str]:
     """The criteria of every case version, from the committed profiles, with the
     predicted potential speedup of each original against the measured speedups."""
-    from kernelcast.models.criteria.advice import SHORT, figure
+    from kernelcast.models.criteria.advice import SHORT
+    from kernelcast.report import advice_figure, save_figure
     from kernelcast.models.criteria.cases import profiled
     from kernelcast.models.criteria.criteria import CRITERIA
     from kernelcast.profile import load_profile
@@ -2176,9 +2177,10 @@ def _criteria_judged() -> list[str]:
         versions = [(r, a) for r, a in results if r["application"] == app]
         first = versions[0][0]["min_span_s"]
         path = ROOT / "docs" / "figures" / f"criteria-{app}.png"
-        figure([(r["version"], a) for r, a in versions], path,
-               title=f"{app} on the {label}: criteria (bars), potential speedups (dots)",
-               measured={r["version"]: first / r["min_span_s"] for r, _ in versions})
+        save_figure(advice_figure(
+            [(r["version"], a) for r, a in versions],
+            title=f"{app} on the {label}: criteria (bars), potential speedups (dots)",
+            measured={r["version"]: first / r["min_span_s"] for r, _ in versions}), path)
         out += [f"![criteria of {app}]({path.relative_to(ROOT / 'docs')})", ""]
     return out
 

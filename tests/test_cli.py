@@ -211,7 +211,7 @@ def test_every_flag_of_every_verb_has_help():
                 if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
     assert not missing, f"flags without help: {missing}"
     helps = {verb: {a.dest: a.help for a in sub._actions} for verb, sub in verbs.choices.items()}
-    from kernelcast.suites.paper import _all_suites
+    from kernelcast.suites.paper import all_suites as _all_suites
 
     for name in _all_suites():
         assert name in helps["suites"]["suite"] and name in helps["measure"]["suite"]
@@ -242,7 +242,7 @@ def test_predict_registers_per_thread(capsys):
     assert main([*args, "--registers-per-thread", "255"]) == 0
     limited = json.loads(capsys.readouterr().out)["estimate"]["active_blocks_per_sm"]
     assert limited < free
-    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-paper.json"
+    profile = str(ROOT / "data" / "profiles" / "nvidia-h100-80gb-hbm3-opencl-paper.json")
     _one_error_line(capsys, main(["predict", f"{EXAMPLES}:scale", "--param", "n=10",
                                   "--profile", profile, "--registers-per-thread", "32"]),
                     2, "--registers-per-thread is for the hong-kim model")

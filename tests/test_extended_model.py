@@ -2,6 +2,7 @@
 on the committed H100 measurements."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ from kernelcast.suites.extension import EXTENSION
 from kernelcast.suites.paper import MEASUREMENT, TEST
 from kernelcast.suites.validation import VALIDATION, matvec_cols
 
-H100 = "data/h100/opencl.sqlite"
+DATA = Path(__file__).resolve().parents[1] / "data"
+H100 = DATA / "h100" / "opencl.sqlite"
 
 
 def _one_case_per_kernel():
@@ -168,7 +170,7 @@ def test_evaluate_cross_validates_the_model_of_the_profile(capsys):
     the extension classes among them, and refits the extended model (not the paper's)."""
     from kernelcast.cli import main
 
-    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-extended.json"
+    profile = str(DATA / "profiles" / "nvidia-h100-80gb-hbm3-opencl-extended.json")
     assert main(["evaluate", "--profile", profile, "--no-measure", "--cv"]) == 0
     out = capsys.readouterr().out
     cv = out[out.index("leave-one-class-out"):]
@@ -182,7 +184,7 @@ def test_evaluate_puts_every_model_side_by_side(capsys):
     and prints every model's prediction of each of the same measured cases."""
     from kernelcast.cli import main
 
-    profile = "data/profiles/nvidia-h100-80gb-hbm3-opencl-extended.json"
+    profile = str(DATA / "profiles" / "nvidia-h100-80gb-hbm3-opencl-extended.json")
     assert main(["evaluate", "--profile", profile, "--no-measure", "--model", "all"]) == 0
     out = capsys.readouterr().out
     table, summary = out.split("geometric mean of relative error per kernel")

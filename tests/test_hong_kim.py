@@ -26,6 +26,7 @@ from kernelcast.profile import load_profile, save_profile
 from tests import kernel_zoo as zoo
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "h100"
+ZOO = Path(__file__).resolve().parent / "kernel_zoo.py"
 
 
 def _gpu(**changes):
@@ -400,7 +401,7 @@ def test_cli_predicts_with_hong_kim(capsys):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
+        assert main(["predict", f"{ZOO}:scale_f32", "--model", "hong-kim",
                      "--hardware", "h100", "--param", "n=1000000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == "hong-kim" and out["seconds"] > 0
@@ -410,11 +411,11 @@ def test_cli_predicts_with_hong_kim(capsys):
     assert out["estimate"]["verdict"] == out["verdict"]
     assert out["estimate"]["seconds"] == pytest.approx(out["seconds"])
     # 255 registers for each of a group's 32 threads: 65536 / 8160 = 8 groups per SM
-    assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
+    assert main(["predict", f"{ZOO}:scale_f32", "--model", "hong-kim",
                  "--hardware", "h100", "--param", "n=1000000", "--registers-per-thread", "255",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["estimate"]["active_blocks_per_sm"] == 8
     assert out["estimate"]["active_blocks_per_sm"] == 32  # the H100's block limit
-    assert main(["predict", "tests/kernel_zoo.py:scale_f32", "--model", "hong-kim",
+    assert main(["predict", f"{ZOO}:scale_f32", "--model", "hong-kim",
                  "--param", "n=10"]) == 2
     assert "--hardware" in capsys.readouterr().err

@@ -4,6 +4,7 @@ deterministic fit, explain summing to predict, a profile round trip, refusals; a
 judged tuning families kept out of what it is fitted from."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from kernelcast.tune.corpus import CORPUS
 from kernelcast.tune.families import FAMILIES
 from kernelcast.tune.variants import load_variant_dataset
 
-STORE = "data/h100/tuning-corpus-cuda.sqlite"
+STORE = Path(__file__).resolve().parents[1] / "data" / "h100" / "tuning-corpus-cuda.sqlite"
 SMALL = ("poly", "colsum", "conv1d")  # a few corpus families keep the fits quick
 
 

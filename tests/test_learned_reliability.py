@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +26,9 @@ from kernelcast.suites import kernels
 from kernelcast.tune.corpus import CORPUS
 from kernelcast.tune.variants import load_variant_dataset
 
-PROFILE = "data/profiles/nvidia-h100-80gb-hbm3-cuda-learned.json"
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "data" / "profiles" / "nvidia-h100-80gb-hbm3-cuda-learned.json"
+CORPUS_STORE = ROOT / "data" / "h100" / "tuning-corpus-cuda.sqlite"
 
 
 def _doc() -> dict:
@@ -73,8 +76,9 @@ def test_a_damaged_profile_is_refused_in_one_line_by_a_process_that_survives(
         state["checksum"] = hashlib.sha256(state["booster"].encode()).hexdigest()
     path = _write(tmp_path, f"{how}-{recomputed}", doc)
     run = subprocess.run([sys.executable, "-m", "kernelcast", "predict",
-                          "examples/kernels.py:scale", "--param", "n=4096", "--profile",
-                          str(path), "--json"], capture_output=True, text=True, timeout=300)
+                          f"{ROOT / 'examples' / 'kernels.py'}:scale", "--param", "n=4096",
+                          "--profile", str(path), "--json"], capture_output=True, text=True,
+                         timeout=300)
     assert run.returncode in (1, 2), (run.returncode, run.stderr[-2000:])
     assert run.stdout == ""
     lines = run.stderr.splitlines()
@@ -240,7 +244,7 @@ def test_a_size_the_corpus_covers_gives_no_warning(model, scale):
 
 
 def test_the_corpus_rows_it_was_fitted_on_give_no_warning(model):
-    with Store("data/h100/tuning-corpus-cuda.sqlite") as store:
+    with Store(CORPUS_STORE) as store:
         data = load_variant_dataset(store, [CORPUS["poly"]])
     for i in range(len(data)):
         seconds, found = _predict(model, data.properties(i), data.params(i))
@@ -250,7 +254,7 @@ def test_the_corpus_rows_it_was_fitted_on_give_no_warning(model):
 def test_a_fit_records_the_ranges_of_its_rows():
     from kernelcast.models import get_model
 
-    with Store("data/h100/tuning-corpus-cuda.sqlite") as store:
+    with Store(CORPUS_STORE) as store:
         data = load_variant_dataset(store, [CORPUS["poly"]])
     fitted = get_model("learned", rounds=5).fit(data)
     X, _ = fitted._matrix(data, 132)

@@ -1,4 +1,4 @@
-"""The paper's properties of OpenCL C source (kernelcast.frontends.opencl.properties):
+"""The paper's properties of OpenCL C source (kernelcast.properties.opencl):
 index values against PoCL running the same expressions, footprints against a brute-force
 count, the stride classes on hand-written kernels, agreement with the Loopy twins of
 random kernels, and `predict` on a .cl file with the fitted models."""
@@ -15,7 +15,7 @@ from kernelcast.cli import main
 from kernelcast.errors import UncountedWarning, UsageError
 from kernelcast.frontends.opencl import count_kernel
 from kernelcast.frontends.opencl.indices import index_values
-from kernelcast.frontends.opencl.properties import opencl_properties
+from kernelcast.properties.opencl import opencl_properties
 from kernelcast.suites.random_kernels import BinOp, FloatLit, IntLit, random_kernel
 
 PROFILES = Path(__file__).resolve().parent.parent / "data" / "profiles"
@@ -145,7 +145,7 @@ def test_the_footprint_of_a_loop_is_every_pass_of_its_counter(loop, index, f,
     """An index in a loop reaches what every value of the counter reaches (one work-item
     row's loop runs from its own y), whether counted at once or in chunks of the
     counter's values (the launch made small, so that its chunks are few values)."""
-    import kernelcast.frontends.opencl.properties as module
+    import kernelcast.properties.opencl as module
 
     monkeypatch.setattr(module, "UNION_POINTS", union_points)
     props = _props(f"{loop} b[y * 64 + x] += a[{index}];", global_size=(64, 4),
@@ -397,7 +397,7 @@ def test_warp_strides_are_what_the_lanes_of_each_warp_address(index, local, grid
     share, checked against the lanes listed one by one: warps of 32 work-items of a
     group, local axis 0 fastest. Where no step is shared by 90% of the warps, the stride
     whose warp touches as many 32-byte sectors as the listed warps do on average."""
-    from kernelcast.frontends.opencl.properties import warp_stride
+    from kernelcast.properties.opencl import warp_stride
 
     dims = len(grid)
     source = ("__kernel void k(__global const float *a, __global float *b) {\n"
@@ -435,7 +435,7 @@ def test_an_index_computed_in_float_has_the_stride_of_its_sectors():
     """A bilinear resize's source pixel, computed in float as C computes it, is known
     before run time: scaling by 1.5 its warps touch 6 or 7 sectors of floats (stride 2),
     by 0.5 two or three (stride 1)."""
-    from kernelcast.frontends.opencl.properties import warp_stride
+    from kernelcast.properties.opencl import warp_stride
 
     for scale, expected in (("1.5f", 2), ("0.5f", 1)):
         source = ("__kernel void k(__global const float *a, __global float *b) {\n"

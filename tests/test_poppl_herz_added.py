@@ -17,7 +17,7 @@ from kernelcast.fitting.dataset import Dataset, load_dataset
 from kernelcast.frontends.opencl import count_kernel
 from kernelcast.measure.store import Store
 from kernelcast.models import PopplHerzModel
-from kernelcast.models.poppl_herz import benchmarks as bench
+from kernelcast.suites import poppl_herz as bench
 from kernelcast.profile import load_profile, save_profile
 
 DATA = Path(__file__).resolve().parent.parent / "data"

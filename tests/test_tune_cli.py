@@ -2,6 +2,7 @@
 the winner and its code; a rerun measures nothing; bad input exits 2 with one line."""
 
 import json
+from pathlib import Path
 
 import pytest
 from tune_kernels import matmul_source
@@ -92,7 +93,9 @@ def test_tune_ranks_with_the_learned_models_profile(files, capsys):
     # never saw; its predictions come out in the table like any model's
     argv = _args(files, "--json", top="3")
     at = argv.index("--model")
-    argv[at:at + 4] = ["--profile", "data/profiles/nvidia-h100-80gb-hbm3-cuda-learned.json"]
+    profile = (Path(__file__).resolve().parents[1] / "data" / "profiles"
+               / "nvidia-h100-80gb-hbm3-cuda-learned.json")
+    argv[at:at + 4] = ["--profile", str(profile)]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"] == "learned" and doc["model_hardware"] == "NVIDIA H100 80GB HBM3"

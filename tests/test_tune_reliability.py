@@ -326,7 +326,7 @@ def test_sizes_in_digits_are_read_exactly():
 
 
 def test_a_define_not_written_in_digits_is_refused(capsys):
-    skeleton = "examples/skeletons/matmul.sk"
+    skeleton = str(Path(__file__).resolve().parents[1] / "examples" / "skeletons" / "matmul.sk")
     _one_line(capsys, main(["project", skeleton, "--hardware", "c1060", "--define",
                             "N=1e3"]), 2, "--define N: expected an integer, got '1e3'")
 

@@ -83,7 +83,10 @@ def test_report_command(calibrated, tmp_path, capsys):
     main(["evaluate", "--profile", str(profile_path)])  # make sure the test suite is in
     capsys.readouterr()
     assert main(["report", "--profile", str(profile_path), "--out", str(tmp_path)]) == 0
-    names = {Path(line).name for line in capsys.readouterr().out.split()}
+    out, err = capsys.readouterr()
+    assert all(Path(line).parent == tmp_path for line in out.splitlines())  # paths only
+    assert "cross-validation 1/" in err  # its long part shows progress, on stderr
+    names = {Path(line).name for line in out.split()}
     assert {"report.md", "table1.csv", "weights.csv", "cv.csv", "predicted_vs_measured.png",
             "breakdown.png"} <= names
     assert (tmp_path / "predicted_vs_measured.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,5 +1,8 @@
 """Readable results: Table 1 and Table 2 of the paper for any model, every model side by
-side, cross-validation summaries, as text, markdown and CSV, and figures.
+side, cross-validation summaries, as text, markdown and CSV, and figures: the report's
+(predicted against measured, the breakdown of predicted times) and the criteria model's
+(``advice_figure``). A figure's title names its model, device and profile date; its
+legend, outside the plot, holds at most LEGEND_LIMIT (8) entries.
 
 ``format_table`` is the one function that formats a table, printed or written: one style
 everywhere, and printed tables fit in ``WIDTH`` (100) columns — a table wider than that is
@@ -9,7 +12,9 @@ wraps. Statuses of a measurement other than ``ok`` are explained where they appe
 
 Public names: WIDTH, STATUS_MEANINGS, format_table, format_seconds, format_table1,
 format_table2, format_summary, format_side_by_side, format_side_by_side_summary,
-status_notes, negative_notes, print_evaluation, check_report_paths, write_report.
+status_notes, negative_notes, print_evaluation, check_report_paths, write_report,
+LEGEND_LIMIT, COLORS, GREY, figure_title, group_smallest, save_figure, scatter_figure,
+breakdown_figure, advice_figure.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from kernelcast.errors import UsageError
 from kernelcast.evaluation.tables import side_by_side, side_by_side_summary
 from kernelcast.frontends.files import check_regular_file, describe_os_error
 from kernelcast.metrics import summarize
+from kernelcast.units import format_seconds
 
 WIDTH = 100
 
@@ -109,14 +115,6 @@ def _params(p: dict) -> str:
 
 def _percent(e) -> str:
     return "–" if pd.isna(e) else f"{e:.1%}"
-
-
-def format_seconds(s: float) -> str:
-    """Seconds with a readable unit: 236 µs, 1.5 ms."""
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(s) >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s * 1e9:.3g} ns"
 
 
 def _with_status(frame: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
@@ -313,11 +311,6 @@ def write_report(out, model, table: pd.DataFrame, cv: pd.DataFrame | None = None
                  breakdowns: dict[str, dict[str, float]] | None = None) -> list[Path]:
     """Markdown and CSV tables and PNG figures under *out*; returns the files written.
     Every path is checked (``check_report_paths``) before any is written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -353,37 +346,181 @@ def write_report(out, model, table: pd.DataFrame, cv: pd.DataFrame | None = None
             frame.to_csv(out / name, index=name == "summary.csv")
             written.append(out / name)
 
-    fig, ax = plt.subplots(figsize=(5.5, 5))
-    for kernel, group in table.groupby("kernel_class"):
-        ax.loglog(group.measured_s, group.predicted_s, "o", label=kernel)
+    save_figure(scatter_figure(model, table), out / "predicted_vs_measured.png")
+    written.append(out / "predicted_vs_measured.png")
+    if breakdowns:
+        save_figure(breakdown_figure(model, breakdowns), out / "breakdown.png")
+        written.append(out / "breakdown.png")
+    return written
+
+
+# Figures. Each is a matplotlib Figure on its own Agg canvas: no pyplot and no
+# matplotlib.use, so the caller's backend is left as it was. Layout is constrained, so
+# every label, title and legend lies inside the figure.
+
+LEGEND_LIMIT = 8  # entries a legend holds; the smallest of more are drawn as one "other"
+
+# distinct colours (matplotlib's tab10 without its grey, which marks "other")
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+          "#bcbd22", "#17becf")
+GREY = "#b0b0b0"
+
+
+def _figure(size):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path) -> Path:
+    """Write *fig* to *path* (its folder made; the format from the suffix)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def figure_title(model, what: str) -> str:
+    """*what* a figure shows and by which model; under it the device, backend and the day
+    the profile was written, so that a figure read alone says where it comes from."""
+    prov = model.provenance_
+    backend = f" ({prov['backend']})" if prov.get("backend") else ""
+    date = str(prov.get("created_at") or "")[:10]
+    return (f"{model.name} model: {what}\n{prov['device']}{backend}"
+            + (f", profile of {date}" if date else ""))
+
+
+def group_smallest(weights: dict, keep: int) -> tuple[list, list]:
+    """The keys of *weights*, largest first, as (shown, grouped): all shown when there are
+    at most *keep*, else the *keep* − 1 largest, the rest grouped into one legend entry."""
+    order = sorted(weights, key=lambda k: (-weights[k], str(k)))
+    return (order, []) if len(order) <= keep else (order[:keep - 1], order[keep - 1:])
+
+
+def scatter_figure(model, table: pd.DataFrame):
+    """Predicted against measured time of every case of *table*, a colour per kernel
+    class (the classes with fewest cases grouped when there are too many), with the
+    ±20% band around the diagonal."""
+    fig = _figure((7.5, 5.2))
+    ax = fig.add_subplot()
+    counts = table.groupby("kernel_class").size().to_dict()
+    shown, rest = group_smallest(counts, LEGEND_LIMIT - 1)  # one entry is the band
+    groups = [(k, [k], c) for k, c in zip(sorted(shown), COLORS)]
+    if rest:
+        groups.append((f"other ({len(rest)} kernels)", rest, GREY))
+    for label, kernels, color in groups:
+        rows = table[table.kernel_class.isin(kernels)]
+        ax.loglog(rows.measured_s, rows.predicted_s, "o", color=color, label=label)
     lo = min(table.measured_s.min(), table.predicted_s.min()) / 1.5
     hi = max(table.measured_s.max(), table.predicted_s.max()) * 1.5
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
     ax.fill_between([lo, hi], [lo * 0.8, hi * 0.8], [lo * 1.2, hi * 1.2], color="0.85",
                     label="±20%")
-    ax.set(xlabel="measured (s)", ylabel="predicted (s)", title=prov["device"])
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "predicted_vs_measured.png", dpi=120)
-    plt.close(fig)
-    written.append(out / "predicted_vs_measured.png")
+    ax.set(xlabel="measured (s)", ylabel="predicted (s)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="kernel")
+    fig.suptitle(figure_title(model, "predicted against measured run time"), fontsize=10)
+    return fig
 
-    if breakdowns:
-        names = sorted({k for parts in breakdowns.values() for k in parts})
-        fig, ax = plt.subplots(figsize=(7, 0.6 * len(breakdowns) + 1.5))
-        left = {kernel: 0.0 for kernel in breakdowns}
-        labels = list(breakdowns)
-        totals = {k: sum(max(v, 0.0) for v in breakdowns[k].values()) or 1.0 for k in labels}
-        for name in names:
-            widths = [max(breakdowns[k].get(name, 0.0), 0.0) / totals[k] for k in labels]
-            if any(widths):
-                ax.barh(labels, widths, left=[left[k] for k in labels], label=name)
-                for k, w in zip(labels, widths, strict=True):
-                    left[k] += w
-        ax.set(xlabel="share of the predicted time (positive contributions)", xlim=(0, 1))
-        ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-        fig.tight_layout()
-        fig.savefig(out / "breakdown.png", dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        written.append(out / "breakdown.png")
-    return written
+
+def breakdown_figure(model, breakdowns: dict[str, dict[str, float]]):
+    """A bar per case of *breakdowns* (label: {term: seconds}): each term's share of its
+    positive contributions; the terms with the smallest summed share grouped as one
+    "other" so that the legend holds at most LEGEND_LIMIT entries."""
+    labels = list(breakdowns)
+    shares = {}
+    for k, parts in breakdowns.items():
+        total = sum(max(v, 0.0) for v in parts.values()) or 1.0
+        shares[k] = {n: max(v, 0.0) / total for n, v in parts.items()}
+    totals = {}
+    for parts in shares.values():
+        for n, v in parts.items():
+            totals[n] = totals.get(n, 0.0) + v
+    shown, rest = group_smallest({n: t for n, t in totals.items() if t > 0}, LEGEND_LIMIT)
+    columns = [(n, [shares[k].get(n, 0.0) for k in labels], c)
+               for n, c in zip(shown, COLORS)]
+    if rest:
+        columns.append((f"other ({len(rest)} terms)",
+                        [sum(shares[k].get(n, 0.0) for n in rest) for k in labels], GREY))
+    fig = _figure((9, 0.5 * len(labels) + 2.2))
+    ax = fig.add_subplot()
+    left = [0.0] * len(labels)
+    for name, widths, color in columns:
+        ax.barh(labels, widths, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.invert_yaxis()  # the first case on top
+    ax.set(xlabel="share of the predicted time (positive contributions)", xlim=(0, 1))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="term")
+    fig.suptitle(figure_title(model, "terms of the predicted time of each test kernel"),
+                 fontsize=10)
+    return fig
+
+
+def advice_figure(versions: list, title: str = "", measured: dict | None = None,
+                  model=None):
+    """The criteria model's Figures 5–7 (kernelcast.models.criteria.advice) for
+    *versions* (label, assessment) of one application: per criterion a bar per version
+    (its value, left axis) with a dot at its potential speedup (right axis), a criterion
+    not judged (no span, no shared memory...) drawn hatched and labelled so, never as an
+    empty bar that reads as 0; beside them each version's overall potential speedup and
+    the *measured* speedup of each version over the first where given. The title names
+    *model*'s device and profile date where *model* is given, else the device that
+    judged."""
+    from matplotlib.patches import Patch
+
+    from kernelcast.models.criteria.advice import SHORT
+    from kernelcast.models.criteria.criteria import CRITERIA
+
+    n = len(versions)
+    fig = _figure((12, 4.6))
+    left, right = fig.subplots(1, 2, width_ratios=[5, 1.3])
+    twin = left.twinx()
+    width = 0.8 / n
+    handles = []
+    unjudged = False
+    for i, (label, a) in enumerate(versions):
+        color = COLORS[i % len(COLORS)]
+        handles.append(Patch(color=color, alpha=0.85, label=label))
+        xs = [j + (i - (n - 1) / 2) * width for j in range(len(CRITERIA))]
+        judged = [(x, c) for x, c in zip(xs, CRITERIA) if a.values[c] is not None]
+        left.bar([x for x, _ in judged], [a.values[c] for _, c in judged], width,
+                 color=color, alpha=0.85)
+        twin.plot([x for x, _ in judged], [a.speedups[c] for _, c in judged], "o",
+                  color="black", markersize=3.5)
+        for x, c in zip(xs, CRITERIA):
+            if a.values[c] is None:
+                unjudged = True
+                left.bar(x, 1.0, width, facecolor="0.95", edgecolor="0.6", hatch="///")
+                left.text(x, 0.5, "not judged", rotation=90, ha="center", va="center",
+                          fontsize=7, color="0.25",
+                          bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    if unjudged:
+        handles.append(Patch(facecolor="0.95", edgecolor="0.6", hatch="///",
+                             label="not judged"))
+    left.set_xticks(range(len(CRITERIA)))
+    left.set_xticklabels([SHORT[c] for c in CRITERIA], fontsize=8, rotation=20)
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("criterion (bars, 1 best)")
+    twin.set_ylabel("potential speedup (dots)")
+    twin.set_ylim(bottom=0.9)
+    xs = range(n)
+    right.bar(xs, [a.potential for _, a in versions],
+              color=[COLORS[i % len(COLORS)] for i in xs], alpha=0.85)
+    if measured:
+        handles += right.plot(xs, [measured.get(label, float("nan")) for label, _ in versions],
+                              "k*", markersize=8, label="measured speedup")
+    right.set_xticks(list(xs))
+    right.set_xticklabels([label.split("-")[0] for label, _ in versions], fontsize=8)
+    right.set_ylabel("overall potential speedup")
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6),
+               fontsize=8)
+    what = title or versions[0][0]
+    if model is not None:
+        heading = figure_title(model, what)
+    else:
+        heading = (f"criteria model: {what}\njudged with the characterization of the "
+                   f"{versions[0][1].device}")
+    fig.suptitle(heading, fontsize=10)
+    return fig

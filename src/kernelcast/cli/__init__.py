@@ -41,9 +41,9 @@ def _model_choices():
 
 
 def _suite_names() -> str:
-    from kernelcast.suites.paper import _all_suites
+    from kernelcast.suites.paper import all_suites
 
-    return ", ".join(_all_suites())
+    return ", ".join(all_suites())
 
 
 def _timing(p):

@@ -3,12 +3,14 @@
 ``kernelcast advise PROFILE.csv`` reads Nsight Compute's raw page of an application's
 launches (``ncu --set full --page raw --csv``); ``kernelcast advise FILE.py:FACTORY
 --param NAME=SIZE ...`` profiles one launch of a Loopy kernel so itself, through the CUDA
-backend (kernelcast.frontends.profiler.run: ncu and an NVIDIA GPU needed). It judges them
+backend (kernelcast.measure.ncu: ncu and an NVIDIA GPU needed). It judges them
 with a criteria profile (a GPU's characterization from its microbenchmarks: ``--profile
-FILE``, or found by ``--device NAME`` among the criteria profiles in kernelcast-data/ and
-data/profiles/; default: the device the CSV names) and prints a table of the nine
-criteria with their potential speedups, each launch's bound and overall potential, the
-application's overall potential speedup and a hint for every criterion worth improving.
+FILE``, or found by ``--device NAME`` among the criteria profiles where
+kernelcast.profile.find_profiles looks: kernelcast-data/ and data/profiles/ of the current
+folder, then the source checkout's data/profiles/; default: the device the CSV names) and
+prints a table of the nine criteria with their potential speedups, each launch's bound
+and overall potential, the application's overall potential speedup and a hint for every
+criterion worth improving.
 ``--loopy`` (implied for a Loopy kernel) names the Loopy transformation behind each hint;
 ``--figure PNG`` draws the paper's Figures 5–7 (".png" added to a name without a suffix;
 a directory or a FIFO refused); ``--json`` prints one JSON object instead. A profile of
@@ -27,30 +29,21 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, ProfileError, UsageError
 
-PROFILE_FOLDERS = ("kernelcast-data", "data/profiles")
-
 
 def find_profile(device: str) -> Path:
-    """The criteria profile whose device name contains *device* (case-insensitive),
-    among the JSON files of PROFILE_FOLDERS (those that cannot be read as JSON, a FIFO
-    among them, are passed over); one-line errors for none or several."""
-    from kernelcast.frontends.files import read_json_file
+    """The criteria profile whose device *device* names (kernelcast.profile.named_like),
+    the first of kernelcast.profile.profile_folders() that holds one (files that cannot be
+    read as JSON, a FIFO among them, are passed over); one-line errors for none or several
+    devices."""
+    from kernelcast.profile import find_profiles, profile_folders
 
-    found = []
-    for folder in PROFILE_FOLDERS:
-        for path in sorted(Path(folder).glob("*-criteria.json")):
-            try:
-                doc = read_json_file(path, "criteria profile")
-            except KernelcastError:
-                continue
-            if isinstance(doc, dict) and doc.get("model") == "criteria" \
-                    and device.lower() in str(doc.get("device", "")).lower():
-                found.append((path, doc["device"]))
+    found = find_profiles("criteria", device)
     if not found:
+        where = " or ".join(f"{folder}/" for folder in profile_folders())
         raise UsageError(f"no criteria profile for a device named like {device!r} in "
-                         f"{' or '.join(PROFILE_FOLDERS)}; pass --profile FILE (made by "
+                         f"{where}; pass --profile FILE (made by "
                          "benchmarks/criteria_microbenchmarks.py profile)")
-    devices = {name for _, name in found}
+    devices = {doc["device"] for _, doc in found}
     if len(devices) > 1:
         raise UsageError(f"--device {device!r} names several devices ({', '.join(sorted(devices))}); "
                          "be more precise")
@@ -87,7 +80,7 @@ def _launches(args):
 
     if _is_loopy(args.file):
         from kernelcast.cli.args import sizes
-        from kernelcast.frontends.profiler.run import profile_kernel
+        from kernelcast.measure.ncu import profile_kernel
 
         def started():
             print(f"kernelcast: profiling {args.file} under Nsight Compute (its full set "
@@ -178,7 +171,8 @@ def _print(model, path, assessment, loopy) -> None:
 
 
 def advise(args) -> int:
-    from kernelcast.models.criteria.advice import as_json, figure
+    from kernelcast.models.criteria.advice import as_json
+    from kernelcast.report import advice_figure, save_figure
     from kernelcast.models.criteria.criteria import LONGEST_SECONDS, Application
 
     if args.span is not None and not 0 < args.span <= LONGEST_SECONDS:
@@ -199,8 +193,10 @@ def advise(args) -> int:
         print(f"kernelcast: warning: --span {args.span:g} s is shorter than the launches' "
               "own time; HOSTSYNC is capped at 1", file=sys.stderr)
     if figure_path:
-        figure([(application.name, assessment)], figure_path,
-               title=f"{application.name} on {model.provenance_['device']}")
+        save_figure(advice_figure([(application.name, assessment)],
+                                  title=f"{application.name} on "
+                                        f"{model.provenance_['device']}", model=model),
+                    figure_path)
     loopy = args.loopy or _is_loopy(args.file)
     if args.json:  # allow_nan=False: never print a NaN or an infinity as JSON
         print(json.dumps(as_json(assessment, loopy), indent=1, allow_nan=False))

@@ -116,10 +116,10 @@ def _no_profile(model: str, device: str) -> str:
     (data/<gpu>/poppl-herz.sqlite.xz), else by calibrating the device."""
     import shlex
 
-    from kernelcast.profile import PROFILE_FOLDERS, find_profiles
+    from kernelcast.profile import find_profiles, profile_folders
 
     have = sorted({doc["device"] for _, doc in find_profiles(model)})
-    where = " or ".join(f"{folder}/" for folder in PROFILE_FOLDERS)
+    where = " or ".join(f"{folder}/" for folder in profile_folders())
     text = f"no {model} profile of a device named like {device!r} in {where}"
     if have:
         text += f" (there are profiles of {'; '.join(have)})"
@@ -274,7 +274,7 @@ def _print_found(args) -> None:
 def _opencl_properties(args, model):
     """The paper properties of a .cl kernel at its launch, for a Loopy-kernel model."""
     from kernelcast.cli.args import array_sizes, scalar_arguments
-    from kernelcast.frontends.opencl.properties import opencl_properties
+    from kernelcast.properties.opencl import opencl_properties
 
     if args.bytes_in or args.bytes_out:
         raise UsageError("--bytes-in and --bytes-out are for the poppl-herz model; the "
@@ -407,8 +407,8 @@ def report(args) -> int:
     table = run(model, args.db, False, cache=cache)[model.name]
     suite = model.provenance_.get("suite") or "measurement"
     with Store(args.db or model.provenance_["store"]) as store:
-        cv = cross_validate(model.clone(), load_dataset(
-            store, model.fit_suites(suite), suite=suite, cache=cache))
+        cv = cross_validate(model.clone(), load_dataset(  # the long part: progress on stderr
+            store, model.fit_suites(suite), suite=suite, cache=cache), progress=sys.stderr)
     breakdowns = {}
     for kclass, rows in table.groupby("kernel_class"):
         case = _case_of(rows.sort_values("measured_s").iloc[-1])

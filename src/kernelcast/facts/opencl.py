@@ -42,8 +42,7 @@ import numpy as np
 from kernelcast.facts.lanes import Site
 from kernelcast.facts.warps import COUNTERS, SiteTraffic, warp_sectors, warp_wavefronts
 from kernelcast.frontends.opencl.indices import index_values
-from kernelcast.frontends.opencl.properties import (
-    COMPARE,
+from kernelcast.properties.opencl import (
     counter_nodes,
     counter_range,
     launch_geometry,

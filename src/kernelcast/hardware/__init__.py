@@ -23,6 +23,7 @@ known_hardware, hardware_for_device, check_hardware, hardware_from_dict, load_re
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import math
 import os
@@ -38,7 +39,9 @@ from kernelcast.errors import (
 )
 from kernelcast.frontends.files import read_json_file
 
-HARDWARE_DIR = Path(__file__).resolve().parent
+#: the packaged descriptions, <gpu>.json, read through importlib.resources so they are found
+#: wherever the package is imported from (a checkout, an installed wheel, an archive)
+HARDWARE_DIR = importlib.resources.files(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ class Hardware:
 
 
 def known_hardware() -> list[str]:
-    return sorted(p.stem for p in HARDWARE_DIR.glob("*.json"))
+    return sorted(p.name.removesuffix(".json") for p in HARDWARE_DIR.iterdir()
+                  if p.name.endswith(".json"))
 
 
 _OPTIONAL = ("registers_per_sm", "compute_capability", "max_threads_per_block",
@@ -230,11 +234,15 @@ def load_hardware(name_or_path) -> Hardware:
     text = os.fspath(name_or_path)
     path = Path(text)
     if not path.suffix and os.sep not in text and "/" not in text:
-        path = HARDWARE_DIR / f"{text.lower()}.json"
-        if not path.is_file():
+        packaged = HARDWARE_DIR / f"{text.lower()}.json"
+        if not packaged.is_file():
             raise ProfileError(f"no hardware description {text!r}; known: "
                                f"{', '.join(known_hardware())}, or a path to a JSON file")
-    hw = hardware_from_dict(read_json_file(path, "hardware description"), str(path))
+        with importlib.resources.as_file(packaged) as path:
+            data = read_json_file(path, "hardware description")
+    else:
+        data = read_json_file(path, "hardware description")
+    hw = hardware_from_dict(data, str(path))
     if hw.guessed:
         warnings.warn(f"{hw.name}: {', '.join(hw.guessed)} guessed, not measured; "
                       "predictions depend on the guess", HardwareGuessWarning, stacklevel=2)
@@ -264,7 +272,7 @@ def load_registers(path) -> dict[str, int]:
 def hardware_for_device(device: str) -> Hardware:
     """The packaged Hardware whose name is *device* (as the device reports it)."""
     for name in known_hardware():
-        data = json.loads((HARDWARE_DIR / f"{name}.json").read_text())
+        data = json.loads((HARDWARE_DIR / f"{name}.json").read_text(encoding="utf-8"))
         if data.get("name") == device:
             return load_hardware(name)
     raise KernelcastError(f"no packaged Hong–Kim hardware description for {device}; "

@@ -25,11 +25,14 @@ Compile errors keep the compiler's own log in the message.
 Suite campaigns with the paper's choice of sizes (§4.2) are kernelcast.suites.campaign;
 this module does not import the suites (a Job's *case* is used through its attributes).
 
-Progress lines go to *progress*: a stream, None for silence, or STDERR (the default), the
-``sys.stderr`` of the moment the campaign runs (so that redirecting it works).
+Progress lines (Progress) go to *progress*: a stream, None for silence, or STDERR (the
+default), the ``sys.stderr`` of the moment the campaign runs (so that redirecting it
+works). A line per job measured; the jobs found already in the store are counted, and said
+once at the end ("N stored cases skipped"), so a resumed campaign does not print a line
+for each.
 
-Public names: Job, CampaignResult, run_campaign, measure_kernel, job_label, suite_jobs,
-failure_fields, progress_stream, STDERR.
+Public names: Job, CampaignResult, Progress, run_campaign, measure_kernel, job_label,
+suite_jobs, failure_fields, progress_stream, STDERR.
 """
 
 from __future__ import annotations
@@ -120,18 +123,24 @@ def _format_seconds(s: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
-class _Progress:
-    """One line per finished job. The time left is this run's pace over the jobs it
-    measured (skipped ones cost nothing) times the jobs still to come."""
+class Progress:
+    """Progress of *total* jobs on *stream* (None: silent): called once per finished job
+    with its row, or None where it was not measured. A line per job measured or measured
+    earlier by the same command (its key in *earlier*); the jobs already in the store are
+    only counted, and ``finish`` says how many. The time left is this run's pace over the
+    jobs it measured (skipped ones cost nothing) times the jobs still to come."""
 
     def __init__(self, total: int, stream, earlier: frozenset = frozenset()):
         self.total, self.stream, self.earlier = total, stream, earlier
-        self.done = self.measured = 0
+        self.done = self.measured = self.stored = 0
         self.start = time.monotonic()
 
     def __call__(self, name: str, row: dict | None, key: str = ""):
         self.done += 1
         self.measured += row is not None
+        if row is None and key not in self.earlier:
+            self.stored += 1
+            return
         if self.stream is None:
             return
         elapsed = time.monotonic() - self.start
@@ -140,8 +149,7 @@ class _Progress:
         else:
             eta = ""
         if row is None:
-            what = ("measured above, while choosing sizes" if key in self.earlier
-                    else "already in store")
+            what = "measured above, while choosing sizes"
         elif row["status"] in ("ok", "unstable"):
             what = (f"{row['status']} min {row['min_s'] * 1e6:.1f} µs, median "
                     f"+{(row['median_s'] / row['min_s'] - 1) * 100:.1f}%")
@@ -151,6 +159,12 @@ class _Progress:
         print(f"[{self.done}/{self.total} {elapsed:.0f}s{eta}] {name}: {what}",
               file=self.stream, flush=True)
 
+    def finish(self):
+        """One line for the jobs found already in the store, if any."""
+        if self.stream is not None and self.stored:
+            print(f"{self.stored} stored case{'s' if self.stored != 1 else ''} skipped",
+                  file=self.stream, flush=True)
+
 
 def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
                  runs: int = protocol.RUNS, drop: int = protocol.DROP,
@@ -158,17 +172,18 @@ def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
                  seed: int = 0, progress=STDERR, earlier=frozenset(), workers: int = 0,
                  deadline: float | None = None) -> CampaignResult:
     """Measure *jobs* on *backend* into *store*; see the module docstring. *earlier*: keys
-    measured earlier by the same command (progress says so rather than "already in
-    store"). *workers* > 1: that many processes generate (and on CUDA compile) the
-    kernels ahead of the one that times them, in the jobs' order; each job's ``build``
-    must then pickle (a module-level function or a partial of one). *deadline*: a
-    ``time.monotonic()`` after which no further kernel starts (``result.stopped``)."""
+    measured earlier by the same command (progress says so for each, rather than counting
+    them with the stored cases skipped). *workers* > 1: that many processes generate (and
+    on CUDA compile) the kernels ahead of the one that times them, in the jobs' order;
+    each job's ``build`` must then pickle (a module-level function or a partial of one).
+    *deadline*: a ``time.monotonic()`` after which no further kernel starts
+    (``result.stopped``)."""
     result = CampaignResult()
     unique = {}
     for job in jobs:
         unique.setdefault(job.name, job)
     jobs = list(unique.values())
-    report = _Progress(len(jobs), progress_stream(progress), frozenset(earlier))
+    report = Progress(len(jobs), progress_stream(progress), frozenset(earlier))
     done = store.keys()
     by_kernel: dict[str, list[Job]] = {}
     for job in jobs:
@@ -180,6 +195,7 @@ def run_campaign(jobs: list[Job], backend, store: Store, *, verify: bool = True,
             result.stopped = True
             break
         _run_kernel(group, backend, store, done, result, report, opts, prepared)
+    report.finish()
     return result
 
 

@@ -1,10 +1,10 @@
 """One campaign per device at a time: a lock file per device, held while measuring.
 
 Two campaigns timing one device at once both get contended times (1.8–2.8× slower on
-PoCL, measured 2026-11-25) that look like good ones. Every backend made by make_backend
-holds its device's lock until it is closed; a second one waits up to *wait* seconds and
-then raises DeviceBusyError naming the holder (its process id, command and start time,
-which the holder writes into the lock file).
+PoCL) that look like good ones. Every backend made by make_backend holds its device's
+lock until it is closed; a second one waits up to *wait* seconds and then raises
+DeviceBusyError naming the holder (its process id, command and start time, which the
+holder writes into the lock file).
 
 The lock is ``fcntl.flock`` on a file in KERNELCAST_LOCK_DIR (default: kernelcast-locks in
 the system's temporary folder): the kernel releases it when the holder dies, even by
@@ -19,11 +19,16 @@ path (the folder is shared by every user of the machine) is refused with a Usage
 never opened for writing (``open_lock_file``). The lock folder is made world-writable
 (like /tmp) only where kernelcast creates it; an existing folder keeps its mode.
 
-Public names: DeviceLock, lock_dir, open_lock_file.
+Processes that share one device under one campaign (a host's measuring workers,
+kernelcast.tune.distributed) take turns on it with ``take_turn``: a second lock file
+beside the device's, held for one case at a time.
+
+Public names: DeviceLock, take_turn, lock_dir, open_lock_file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -111,6 +116,24 @@ def _lock_folder(folder: Path) -> None:
         folder.chmod(0o1777)
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def take_turn(device):
+    """Hold *device*'s turn (a DeviceInfo, or a device's name) while the block runs,
+    waiting for it as long as it takes: the processes sharing a device time one case at a
+    time. The turn is not the device's lock (DeviceLock), which keeps other campaigns
+    away and may be held by the caller throughout."""
+    device_name = device if isinstance(device, str) else device.lock_name
+    path = _path(device_name)
+    path = path.with_name(path.stem + ".workers.lock")
+    _lock_folder(path.parent)
+    with open_lock_file(path) as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class DeviceLock:

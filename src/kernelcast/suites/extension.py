@@ -78,7 +78,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.symbolic import TypeCast, parse
 
-from kernelcast.suites.kernels import _literal, _make, _split_1d, _split_2d
+from kernelcast.suites.kernels import literal, make_kernel, split_1d, split_2d
 from kernelcast.suites.suite import KernelClass, Suite, one_d
 
 PARALLELISM_VARIANTS = ("columns", "rows", "local")
@@ -105,25 +105,25 @@ INTENSITY_VALUES = 2 ** 25  # most work-items × values of an intensity case
 def parallelism(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """n work-items, each reducing m terms (see the module docstring for the variants)."""
     if variant == "columns":
-        knl = _make("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = sum(k, a[k,i]*b[k,i])",
+        knl = make_kernel("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = sum(k, a[k,i]*b[k,i])",
                     [lp.GlobalArg("a, b", dtype, shape=("m", "n")),
                      lp.GlobalArg("out", dtype, shape="n"), "..."],
                     name="parallelism_columns", assumptions="n, m >= 1")
-        return _split_1d(knl, "i", gsize)
+        return split_1d(knl, "i", gsize)
     if variant == "rows":
-        knl = _make("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = sum(k, a[i,k]*b[i,k])",
+        knl = make_kernel("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = sum(k, a[i,k]*b[i,k])",
                     [lp.GlobalArg("a, b", dtype, shape=("n", "m")),
                      lp.GlobalArg("out", dtype, shape="n"), "..."],
                     name="parallelism_rows", assumptions="n, m >= 1")
-        return _split_1d(knl, "i", gsize)
+        return split_1d(knl, "i", gsize)
     if variant == "local":
         gsize = int(gsize)
-        knl = _make("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = a[i]*sum(k, x[k]*x[k])",
+        knl = make_kernel("{[i,k]: 0<=i<n and 0<=k<m}", "out[i] = a[i]*sum(k, x[k]*x[k])",
                     [lp.GlobalArg("a, out", dtype, shape="n"),
                      lp.GlobalArg("x", dtype, shape="m"), "..."],
                     name="parallelism_local",
                     assumptions=f"n >= 1 and m >= 1 and m mod {gsize} = 0")
-        knl = _split_1d(knl, "i", gsize)
+        knl = split_1d(knl, "i", gsize)
         knl = lp.split_iname(knl, "k", gsize)
         knl = lp.add_prefetch(knl, "x", ["k_inner"],
                               fetch_outer_inames=frozenset(["i_outer", "k_outer"]),
@@ -134,11 +134,11 @@ def parallelism(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
 
 def reuse(gsize=GROUP_SIZE, dtype=np.float32):
     """out[i] = Σ_{j<r} a[i+j]: r loads per work-item, neighbours share all but one."""
-    knl = _make("{[i,j]: 0<=i<n and 0<=j<r}", "out[i] = sum(j, a[i+j])",
+    knl = make_kernel("{[i,j]: 0<=i<n and 0<=j<r}", "out[i] = sum(j, a[i+j])",
                 [lp.GlobalArg("a", dtype, shape="n+r"), lp.GlobalArg("out", dtype, shape="n"),
                  "..."],
                 name="reuse", assumptions="n >= 1 and r >= 1")
-    return _split_1d(knl, "i", gsize)
+    return split_1d(knl, "i", gsize)
 
 
 def _power_of_two(gsize) -> int:
@@ -164,7 +164,7 @@ def local_reads(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
                          f"{LOCAL_READS_VARIANTS}")
     index = {"spread": f"(li + k) & {g - 1}", "broadcast": "k",
              "stride2": f"(2*li + k) & {g - 1}"}[variant]
-    knl = _make(_groups_of(g, "r"),
+    knl = make_kernel(_groups_of(g, "r"),
                 [f"tile[li] = a[{g}*go + li] {{id=fill}}",
                  f"out[{g}*go + li] = sum(k, tile[{index}]) {{dep=fill}}"],
                 [lp.GlobalArg("a, out", dtype, shape=(f"{g}*ng",)),
@@ -178,7 +178,7 @@ def local_reads(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
 def chain(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     """Each work-item runs a dependent chain of m steps (see the module docstring)."""
     g = _power_of_two(gsize) if variant == "local" else int(gsize)
-    c = lambda v: _literal(v, dtype)  # noqa: E731
+    c = lambda v: literal(v, dtype)  # noqa: E731
     item = f"{g}*go + li"
     args = [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",))]
     if variant in ("fma", "special"):
@@ -218,7 +218,7 @@ def chain(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     domain = _groups_of(g, "m")
     if variant == "global":  # N sizes only the array: name it as a parameter of the domain
         domain = "[N, m, ng] -> " + domain
-    knl = _make(domain, instructions, [*args, "..."], name=f"chain_{variant}",
+    knl = make_kernel(domain, instructions, [*args, "..."], name=f"chain_{variant}",
                 assumptions="ng >= 1 and m >= 1" + (" and N >= 1" if variant == "global" else ""))
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
 
@@ -265,11 +265,11 @@ def guarded(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
                          depends_on=frozenset({"init", *(["fill"] if fill else []),
                                                *(["load"] if loads else [])}),
                          **in_step)
-    instructions = [*fill, *loads, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}",
+    instructions = [*fill, *loads, f"<> acc = {literal(0, dtype)} {{id=init, inames=go:li}}",
                     step, f"out[{item}] = acc {{dep=step}}"]
     domain = (f"{{[go, li, ko, ki]: 0<=go<ng and 0<=li<{g} and ko>=0 and 0<=ki<{g} and "
               f"{g}*ko + ki < m}}" if tiled else _groups_of(g, "m"))
-    knl = _make(domain, instructions,
+    knl = make_kernel(domain, instructions,
                 [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
                 name=f"guarded_{variant}", assumptions="ng >= 1 and m >= 1")
     if tiled:
@@ -283,7 +283,7 @@ def _degree(variant: str) -> int:
 
 
 def _horner(value: str, degree: int, dtype) -> str:
-    c = _literal(INTENSITY_COEFFICIENT, dtype)
+    c = literal(INTENSITY_COEFFICIENT, dtype)
     poly = c
     for _ in range(degree):
         poly = f"({poly})*{value} + {c}"
@@ -309,11 +309,11 @@ def intensity(variant: str, gsize=GROUP_SIZE, dtype=np.float32):
     else:
         fill, load = [], "<> v = a[k, li] {id=load, inames=go:li:k}"
         args = [lp.GlobalArg("a", dtype, shape=("m", g))]
-    instructions = [*fill, load, f"<> acc = {_literal(0, dtype)} {{id=init, inames=go:li}}",
+    instructions = [*fill, load, f"<> acc = {literal(0, dtype)} {{id=init, inames=go:li}}",
                     f"acc = acc + {_horner('v', degree, dtype)} "
                     "{id=step, dep=init:load, inames=go:li:k}",
                     f"out[{item}] = acc {{dep=step}}"]
-    knl = _make(_groups_of(g, "m"), instructions,
+    knl = make_kernel(_groups_of(g, "m"), instructions,
                 [lp.GlobalArg("out", dtype, shape=(f"{g}*ng",)), *args, "..."],
                 name=f"intensity_{variant}", assumptions="ng >= 1 and m >= 1")
     return lp.tag_inames(knl, {"go": "g.0", "li": "l.0"})
@@ -324,12 +324,12 @@ def halo(variant: str, gsize=(32, 8), dtype=np.float32):
     if variant not in HALO_VARIANTS:
         raise ValueError(f"unknown halo variant {variant!r}; known: {HALO_VARIANTS}")
     r = int(variant[1:])
-    knl = _make(f"{{[i,j,k]: 0<=i,j<n and 0<=k<={2 * r}}}",
+    knl = make_kernel(f"{{[i,j,k]: 0<=i,j<n and 0<=k<={2 * r}}}",
                 f"out[i, j] = sum(k, u[i+k, j+{r}] + u[i+{r}, j+k])",
                 [lp.GlobalArg("u", dtype, shape=(f"n+{2 * r}", f"n+{2 * r}")),
                  lp.GlobalArg("out", dtype, shape=("n", "n")), "..."],
                 name=f"halo_{variant}", assumptions="n >= 1")
-    knl = _split_2d(knl, "i", "j", gsize)
+    knl = split_2d(knl, "i", "j", gsize)
     return lp.add_prefetch(knl, "u", ["i_inner", "j_inner", "k"], fetch_bounding_box=True,
                            default_tag="l.auto")
 

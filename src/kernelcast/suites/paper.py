@@ -5,8 +5,8 @@ are the set the paper used on its newest GPU (Titan X) for the measurement class
 256-work-item groups it reports for the test kernels. docs/suites.md lists everything next
 to the paper's text.
 
-Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, TEST_SUITE_OF, get_suite (which
-also knows kernelcast.suites.validation's VALIDATION).
+Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, TEST_SUITE_OF, get_suite and
+all_suites (which also know the suites of the other modules of kernelcast.suites).
 """
 
 from __future__ import annotations
@@ -110,10 +110,12 @@ MEASUREMENT_CPU = MEASUREMENT.scaled("measurement-cpu", {
 TEST_CPU = TEST.scaled("test-cpu", {
     "finite_difference": 4, "skinny_matmul": 6, "nbody": 3, "convolution": 3})
 
-def _all_suites():
-    from kernelcast.models.poppl_herz.benchmarks import SUITE as POPPL_HERZ
-    from kernelcast.models.poppl_herz.benchmarks import SUITE_CPU as POPPL_HERZ_CPU
+
+def all_suites() -> dict[str, Suite]:
+    """Every suite kernelcast knows, by name."""
     from kernelcast.suites.extension import EXTENSION
+    from kernelcast.suites.poppl_herz import SUITE as POPPL_HERZ
+    from kernelcast.suites.poppl_herz import SUITE_CPU as POPPL_HERZ_CPU
     from kernelcast.suites.random_kernels import RANDOM_SUITES
     from kernelcast.suites.validation import VALIDATION
 
@@ -124,7 +126,7 @@ TEST_SUITE_OF = {"measurement": "test", "measurement-cpu": "test-cpu"}
 
 
 def get_suite(name: str) -> Suite:
-    suites = _all_suites()
+    suites = all_suites()
     try:
         return suites[name]
     except KeyError:

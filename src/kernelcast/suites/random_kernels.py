@@ -833,7 +833,7 @@ class RandomKernel:
         """The GROPHECY Layout of the kernel as launched: block = the work-group along
         (y, x), the skeleton's parallel_for order, one task per thread (no folding), no
         staging, no shared memory, nothing unrolled (the kernel has no loops)."""
-        from kernelcast.models.grophecy.layouts import Layout
+        from kernelcast.frontends.skeleton import Layout
 
         return Layout(block=(self.group[1], self.group[0]), fold=(1, 1), stages=(),
                       cached=(), unroll=False)

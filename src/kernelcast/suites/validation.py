@@ -17,18 +17,18 @@ from __future__ import annotations
 import loopy as lp
 import numpy as np
 
-from kernelcast.suites.kernels import _group_2d, _make, _split_1d, _split_2d
+from kernelcast.suites.kernels import group_2d, make_kernel, split_1d, split_2d
 from kernelcast.suites.suite import KernelClass, Suite, one_d
 
 
 def stencil3d(gsize=(16, 16), dtype=np.float32):
     """7-point Laplacian-like stencil on an n³ grid with a one-cell halo; no prefetch."""
-    knl = _make("{[i,j,k]: 0<=i,j,k<n}",
+    knl = make_kernel("{[i,j,k]: 0<=i,j,k<n}",
                 "out[i+1,j+1,k+1] = 0.5f*u[i+1,j+1,k+1] + 0.125f*(u[i,j+1,k+1] + u[i+2,j+1,k+1]"
                 " + u[i+1,j,k+1] + u[i+1,j+2,k+1] + u[i+1,j+1,k] + u[i+1,j+1,k+2])",
                 [lp.GlobalArg("u, out", dtype, shape=("n+2", "n+2", "n+2")), "..."],
                 name="stencil3d", assumptions="n >= 1")
-    knl = _split_2d(knl, "j", "k", gsize)
+    knl = split_2d(knl, "j", "k", gsize)
     return lp.tag_inames(knl, {"i": "g.2"})
 
 
@@ -38,11 +38,11 @@ def batched_matmul(gsize=(16, 16), dtype=np.float32):
     c per work-item; an axis shorter than 16 walks the rest of the matrix in a loop. A group
     axis longer than the matrix's is refused (its extra work-items would have nothing to
     do, and Loopy would launch a smaller group than asked for)."""
-    gx, gy = _group_2d(gsize)
+    gx, gy = group_2d(gsize)
     if not (1 <= gx <= 16 and 1 <= gy <= 16):
         raise ValueError(f"batched_matmul runs one 16×16 matrix per work-group: its group "
                          f"axes are 1 to 16 work-items, not {gx}×{gy}")
-    knl = _make("{[b,i,j,k]: 0<=b<nb and 0<=i,j,k<16}",
+    knl = make_kernel("{[b,i,j,k]: 0<=b<nb and 0<=i,j,k<16}",
                 "c[b,i,j] = sum(k, a[b,i,k]*bm[b,k,j])",
                 [lp.GlobalArg("a, bm, c", dtype, shape=("nb", 16, 16)), "..."],
                 name="batched_matmul", assumptions="nb >= 1")
@@ -59,25 +59,25 @@ def batched_matmul(gsize=(16, 16), dtype=np.float32):
 def matvec_rows(gsize=256, dtype=np.float32):
     """y = A x, row-major A, one row per work-item (neighbouring work-items read rows n
     apart)."""
-    knl = _make("{[i,j]: 0<=i,j<n}", "y[i] = sum(j, a[i,j]*x[j])",
+    knl = make_kernel("{[i,j]: 0<=i,j<n}", "y[i] = sum(j, a[i,j]*x[j])",
                 [lp.GlobalArg("a", dtype, shape=("n", "n")),
                  lp.GlobalArg("x, y", dtype, shape="n"), "..."],
                 name="matvec_rows", assumptions="n >= 1")
-    return _split_1d(knl, "i", gsize)
+    return split_1d(knl, "i", gsize)
 
 
 def matvec_cols(gsize=256, dtype=np.float32):
     """y = Aᵀ x for row-major A: work-item i walks column i, so reads are coalesced."""
-    knl = _make("{[i,j]: 0<=i,j<n}", "y[i] = sum(j, a[j,i]*x[j])",
+    knl = make_kernel("{[i,j]: 0<=i,j<n}", "y[i] = sum(j, a[j,i]*x[j])",
                 [lp.GlobalArg("a", dtype, shape=("n", "n")),
                  lp.GlobalArg("x, y", dtype, shape="n"), "..."],
                 name="matvec_cols", assumptions="n >= 1")
-    return _split_1d(knl, "i", gsize)
+    return split_1d(knl, "i", gsize)
 
 
 def rotation_f64(gsize=256, dtype=np.float64):
     """BLAS-1 plane rotation (drot): x' = c x + s y, y' = c y − s x."""
-    knl = _make("{[i]: 0<=i<n}",
+    knl = make_kernel("{[i]: 0<=i<n}",
                 """
                 xo[i] = c*x[i] + s*y[i]
                 yo[i] = c*y[i] - s*x[i]
@@ -85,44 +85,44 @@ def rotation_f64(gsize=256, dtype=np.float64):
                 [lp.GlobalArg("x, y, xo, yo", dtype, shape="n"), lp.ValueArg("c, s", dtype),
                  lp.ValueArg("n", np.int32)],
                 name="rotation", assumptions="n >= 1")
-    return _split_1d(knl, "i", gsize)
+    return split_1d(knl, "i", gsize)
 
 
 def column_sums(gsize=256, dtype=np.float32):
     """s[j] = sum over i of A[i, j] for an m×n row-major A with m = n/16."""
-    knl = _make("{[i,j]: 0<=i<m and 0<=j<n}", "s[j] = sum(i, a[i,j])",
+    knl = make_kernel("{[i,j]: 0<=i<m and 0<=j<n}", "s[j] = sum(i, a[i,j])",
                 [lp.GlobalArg("a", dtype, shape=("m", "n")),
                  lp.GlobalArg("s", dtype, shape="n"), "..."],
                 name="column_sums", assumptions="n >= 1 and m >= 1")
-    return _split_1d(knl, "j", gsize)
+    return split_1d(knl, "j", gsize)
 
 
 def special_elementwise(gsize=256, dtype=np.float32):
     """y = exp(-x)·sin(x) + log(x + 1) + sqrt(x): special functions, one pass."""
-    knl = _make("{[i]: 0<=i<n}", "y[i] = exp(-x[i])*sin(x[i]) + log(x[i] + 1) + sqrt(x[i])",
+    knl = make_kernel("{[i]: 0<=i<n}", "y[i] = exp(-x[i])*sin(x[i]) + log(x[i] + 1) + sqrt(x[i])",
                 [lp.GlobalArg("x, y", dtype, shape="n"), "..."],
                 name="special_elementwise", assumptions="n >= 1")
-    return _split_1d(knl, "i", gsize)
+    return split_1d(knl, "i", gsize)
 
 
 def stencil2d_f64(gsize=(16, 16), dtype=np.float64):
     """9-point 2-D stencil in float64 on an (n+2)² grid, no prefetch."""
     terms = " + ".join(f"u[i+{a},j+{b}]" for a in range(3) for b in range(3) if (a, b) != (1, 1))
-    knl = _make("{[i,j]: 0<=i,j<n}", f"out[i+1,j+1] = 0.2d*u[i+1,j+1] + 0.1d*({terms})",
+    knl = make_kernel("{[i,j]: 0<=i,j<n}", f"out[i+1,j+1] = 0.2d*u[i+1,j+1] + 0.1d*({terms})",
                 [lp.GlobalArg("u, out", dtype, shape=("n+2", "n+2")), "..."],
                 name="stencil2d_f64", assumptions="n >= 1")
-    return _split_2d(knl, "i", "j", gsize)
+    return split_2d(knl, "i", "j", gsize)
 
 
 def transpose_tiles(gsize=(32, 8), dtype=np.float32):
     """out = aᵀ staged through local memory in gx×gx tiles by gx×gy work-groups, each
     work-item moving ceil(gx/gy) elements: 32×32 tiles by 32×8 groups, four elements each,
     by default. A group taller than wide (gy > gx) is refused: the tile has only gx rows."""
-    gx, gy = _group_2d(gsize)
+    gx, gy = group_2d(gsize)
     if not 1 <= gy <= gx:
         raise ValueError(f"transpose_tiles stages gx×gx tiles through gx×gy groups, so "
                          f"1 ≤ gy ≤ gx; not {gx}×{gy}")
-    knl = _make("{[i,j]: 0<=i,j<n}", "out[i, j] = a[j, i]",
+    knl = make_kernel("{[i,j]: 0<=i,j<n}", "out[i, j] = a[j, i]",
                 [lp.GlobalArg("a, out", dtype, shape=("n", "n")), "..."],
                 name="transpose_tiles", assumptions="n >= 1")
     knl = lp.split_iname(knl, "i", gx, outer_tag="g.1")

@@ -6,6 +6,8 @@ derived from a kernel), ``limits`` (what the ranked-for device can launch), ``tu
 ``guided`` (the search that corrects the model with what it measured),
 ``methodology`` (how search strategies are scored on spaces measured exhaustively),
 ``families`` and ``corpus`` (kernels measured exhaustively: the judged families and the
-training corpus), ``random_families``, ``variants``, ``distributed`` and ``kerneltuner``
-(a bridge to Kernel Tuner's cache files).
+training corpus), ``random_families`` (random looping kernels for the corpus),
+``variants`` (measured variants as a dataset to fit on), ``distributed`` (ranking and
+measuring spread over processes or a Dask cluster) and ``kerneltuner`` (a bridge to
+Kernel Tuner's cache files).
 """

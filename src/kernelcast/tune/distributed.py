@@ -1,4 +1,4 @@
-"""Ranking and measuring spread over processes, locally or on a Dask cluster (issue 23).
+"""Ranking and measuring spread over processes, locally or on a Dask cluster.
 
 ``cluster(workers=N)`` starts a local Dask cluster of N worker processes with one thread
 each (no dashboard, no statistical profiler, Dask's logging silenced);
@@ -22,14 +22,15 @@ run_campaign keys them (so a campaign interrupted, or run before without workers
 measuring nothing twice). A task is one kernel: a crash loses at most the kernels in
 flight. Workers on the caller's host rely on the caller's hold of the device's lock
 (kernelcast.measure.lock); workers elsewhere take their own device's lock. On one device,
-workers time one case at a time (a lock file per device that the workers of a host share):
-timing two kernels at once on one device would corrupt both, while generating code and
-compiling overlap. On a CPU device (PoCL) code generation and compilation would compete
-with the timing for the same cores, so there a worker holds the lock for the whole case
-and measurement is, correctly, no faster than without workers. A worker whose device is
-not the store's (another name, driver or number of compute units) is refused.
+workers time one case at a time (kernelcast.measure.lock.take_turn, a lock file per device
+that the workers of a host share): timing two kernels at once on one device would corrupt
+both, while generating code and compiling overlap. On a CPU device (PoCL) code generation
+and compilation would compete with the timing for the same cores, so there a worker holds
+the lock for the whole case and measurement is, correctly, no faster than without workers.
+A worker whose device is not the store's (another name, driver or number of compute
+units) is refused.
 
-**Several devices** (issue 26). ``cluster(devices=[...])`` starts one worker per device
+**Several devices.** ``cluster(devices=[...])`` starts one worker per device
 (kernelcast.measure.devices: identical devices of this host), each pinned to its device
 (``KERNELCAST_DEVICE_INSTANCE`` in its environment, and a Dask resource named by
 ``device_resource``) and holding that device's own lock while it measures (from its
@@ -54,7 +55,6 @@ on_devices, device_resource, workers_of, worker_pids, DEVICE_ENV.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import math
 import os
@@ -314,38 +314,25 @@ class _Rows:
 _backends: dict = {}  # per worker process: _DeviceSpec fields -> backend
 
 
-def _flock_path(device):
-    from kernelcast.measure.lock import _path
-
-    path = _path(device.lock_name)
-    return path.with_name(path.stem + ".workers.lock")
-
-
 @contextlib.contextmanager
 def _device_turn(spec: _DeviceSpec, device):
     """This worker's turn on *device* (a DeviceInfo): the lock its host's workers share
     (waited for as long as it takes: a sibling holds it for one case), then, unless the
     caller holds it on this host, the device's own lock (waited for as --wait says)."""
-    from kernelcast.measure.lock import DeviceLock, open_lock_file
+    from kernelcast.measure.lock import DeviceLock, take_turn
 
-    path = _flock_path(device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open_lock_file(path) as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with take_turn(device):
+        if spec.caller_holds_lock and socket.gethostname() == spec.host:
+            yield
+            return
         try:
-            if spec.caller_holds_lock and socket.gethostname() == spec.host:
-                yield
-                return
-            try:
-                lock = DeviceLock(device, spec.wait)
-            except DeviceBusyError as err:
-                raise _Busy(str(err)) from None
-            try:
-                yield
-            finally:
-                lock.release()
+            lock = DeviceLock(device, spec.wait)
+        except DeviceBusyError as err:
+            raise _Busy(str(err)) from None
+        try:
+            yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            lock.release()
 
 
 class _WorkerBackend:
@@ -473,7 +460,7 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     the rows each device measured."""
     from distributed import as_completed
 
-    from kernelcast.measure.campaign import CampaignResult, _Progress, progress_stream
+    from kernelcast.measure.campaign import CampaignResult, Progress, progress_stream
 
     unique = {}
     for job in jobs:
@@ -482,7 +469,7 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     for job in unique.values():
         groups.setdefault(job.kernel_id, []).append(job)
     result = CampaignResult()
-    report = _Progress(len(unique), progress_stream(progress), frozenset(earlier))
+    report = Progress(len(unique), progress_stream(progress), frozenset(earlier))
     if not groups:
         return result
     if overlap is None:
@@ -520,6 +507,7 @@ def measure(client, jobs, backend, store, *, wait: float = 0.0, progress=STDERR,
     finally:
         with contextlib.suppress(Exception):
             client.run(_close_backends)
+    report.finish()
     return result
 
 

@@ -1,4 +1,5 @@
-"""GROPHECY code skeletons (Meng et al., SC'11, §5): a parser to a typed IR.
+"""GROPHECY code skeletons (Meng et al., SC'11, §5): a parser to a typed IR, and the code
+layout (§6.1) that maps a skeleton onto threads.
 
 A skeleton declares arrays and macros and describes one or more ``parallel_for`` loop
 spaces whose tasks load, store and compute; docs/grophecy-skeletons.md describes the
@@ -6,7 +7,7 @@ language. Every problem raises :class:`SkeletonError` (``path:line:column: messa
 
 Public names: parse_skeleton, load_skeleton, SkeletonError, read_sample, sample_path,
 iter_statements, Skeleton, Macro, Array, ParallelFor, Loop, Access, Comp, Assign, Affine,
-Indirect, Index, Statement, ELEMENT_BYTES, BOUND_KINDS, INT_MAX, MAX_PARALLEL_DIMS,
+Indirect, Index, Statement, Layout, ELEMENT_BYTES, BOUND_KINDS, INT_MAX, MAX_PARALLEL_DIMS,
 MAX_STATEMENTS.
 """
 
@@ -31,6 +32,7 @@ from .ir import (
     Statement,
     iter_statements,
 )
+from .layout import Layout
 from .parser import load_skeleton, parse_skeleton
 from .sample import read_sample, sample_path
 
@@ -47,6 +49,7 @@ __all__ = [
     "Comp",
     "Index",
     "Indirect",
+    "Layout",
     "Loop",
     "Macro",
     "ParallelFor",

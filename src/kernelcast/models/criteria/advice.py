@@ -2,15 +2,14 @@
 5–7): a hint in plain words for every criterion whose potential speedup is worth having,
 the Loopy transformation that addresses it, a table of the criteria, and the figure of
 one or more versions of an application (bars: criteria; dots: potential speedups; beside
-them, the overall potential speedup of each version).
+them, the overall potential speedup of each version), drawn by kernelcast.report.
 
-Public names: Hint, hints, rows, as_json, figure, LABELS, SHORT, LOOPY, WORTH.
+Public names: Hint, hints, rows, as_json, LABELS, SHORT, LOOPY, WORTH.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from kernelcast.models.criteria.criteria import CRITERIA, Assessment
 
@@ -139,54 +138,3 @@ def as_json(assessment: Assessment, loopy: bool = False) -> dict:
         "hints": [{"criterion": h.criterion, "speedup": h.speedup, "hint": h.text,
                    **({"loopy": h.loopy} if h.loopy else {})}
                   for h in hints(assessment, loopy)]}
-
-
-def figure(versions: list[tuple[str, Assessment]], path: Path, title: str = "",
-           measured: dict[str, float] | None = None) -> Path:
-    """The paper's Figures 5–7 for *versions* (label, assessment) of one application:
-    per criterion a bar per version (its value, left axis) with a dot at its potential
-    speedup (right axis); beside them each version's overall potential speedup, and the
-    *measured* speedup of each version over the first where given."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = len(versions)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8),
-                                      gridspec_kw={"width_ratios": [5, 1.3],
-                                                   "wspace": 0.35})
-    width = 0.8 / n
-    twin = left.twinx()
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, a) in enumerate(versions):
-        xs = [j + (i - (n - 1) / 2) * width for j in range(len(CRITERIA))]
-        left.bar(xs, [a.values[c] if a.values[c] is not None else 0 for c in CRITERIA],
-                 width, color=colors[i % len(colors)], label=label, alpha=0.85)
-        twin.plot(xs, [a.speedups[c] for c in CRITERIA], "o", color="black",
-                  markersize=3.5)
-    left.set_xticks(range(len(CRITERIA)))
-    left.set_xticklabels([SHORT[c] for c in CRITERIA], fontsize=8, rotation=20)
-    left.set_ylim(0, 1.05)
-    left.set_ylabel("criterion (bars)")
-    twin.set_ylabel("potential speedup (dots)")
-    twin.set_ylim(bottom=0.9)
-    left.legend(fontsize=7, loc="lower left")
-    xs = range(n)
-    right.bar(xs, [a.potential for _, a in versions],
-              color=[colors[i % len(colors)] for i in xs], alpha=0.85, label="potential")
-    if measured:
-        right.plot(xs, [measured.get(label, float("nan")) for label, _ in versions], "k*",
-                   markersize=8, label="measured")
-        right.legend(fontsize=7)
-    right.set_xticks(list(xs))
-    right.set_xticklabels([label.split("-")[0] for label, _ in versions], fontsize=8)
-    right.set_ylabel("overall potential speedup")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.2, top=0.88)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -266,7 +266,7 @@ class LearnedModel(Model):
                           "beyond it)", ExtrapolationWarning, stacklevel=2)
         for factor, more in zip(larger, times[1:], strict=True):
             if more < seconds:
-                from kernelcast.report import format_seconds
+                from kernelcast.units import format_seconds
 
                 warnings.warn(f"the learned model predicts less time for more work: "
                               f"{format_seconds(seconds)} for {where} but "

@@ -1,6 +1,7 @@
-"""Pöppl & Herz's static performance model of OpenCL source (shared/seeds 002): the
-microbenchmarks it is fitted from (benchmarks), its curves (curves), the model (model)
-and its variant with global accesses priced by the hardware facts' cache traffic (facts).
+"""Pöppl & Herz's static performance model of OpenCL source (shared/seeds 002): its
+curves (curves), the model (model) and its variant with global accesses priced by the
+hardware facts' cache traffic (facts). It is fitted from the microbenchmarks of the suite
+kernelcast.suites.poppl_herz.
 
 Public names: PopplHerzModel, PopplHerzFactsModel, OpenCLWorkload, workload_of.
 """

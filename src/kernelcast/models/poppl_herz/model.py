@@ -7,7 +7,7 @@ kernelcast.models.poppl_herz.curves, U the fraction of SIMD lanes a work-group f
 tTransfer = bytes/bw + latency for each direction. Counts n_op come from the OpenCL source
 (kernelcast.frontends.opencl): operations by kind and type (math built-ins as
 ``call.NAME``), global and __local accesses by direction and class, and barriers. Every
-parameter is fitted from the microbenchmarks of kernelcast.models.poppl_herz.benchmarks;
+parameter is fitted from the microbenchmarks of the suite kernelcast.suites.poppl_herz;
 nXU is given or measured from the work-group benchmark. A counted kind without a
 microbenchmark of its own is priced by the nearest measured one of the same type
 (CALL_FAMILIES; native_ built-ins by the plain one), or not at all, with an
@@ -31,7 +31,6 @@ import numpy as np
 
 from kernelcast.errors import KernelcastError, ParameterError, ProfileError, UncountedWarning
 from kernelcast.models.base import Model, register
-from kernelcast.models.poppl_herz import benchmarks as bench
 from kernelcast.models.poppl_herz.curves import (
     EXPONENTS,
     Line,
@@ -42,6 +41,7 @@ from kernelcast.models.poppl_herz.curves import (
     fit_slope,
     utilization,
 )
+from kernelcast.suites import poppl_herz as bench
 
 INTEGER = ("int", "uint", "long", "ulong")
 _SIZE_T = 2**64
