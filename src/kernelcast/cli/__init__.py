@@ -256,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", metavar="NAME",
                    help="instead of --profile, a part of the device's name (h100, 'NVIDIA "
                         "H200', xeon): the profile of --model for that device, found in "
-                        "kernelcast-data/ or data/profiles/ (docs/cli.md)")
+                        "kernelcast-data/ or data/profiles/ of the current folder, else the "
+                        "checkout's data/profiles/ (docs/cli.md)")
     _opencl_launch(p)
     p.add_argument("--array", nargs="+", action="extend", metavar="NAME=ELEMENTS",
                    help="a .cl kernel's array lengths in elements, for the fitted models' "
@@ -391,8 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "benchmarks/criteria_microbenchmarks.py profile writes one)")
     p.add_argument("--device", metavar="NAME",
                    help="instead of --profile, a substring of the GPU's name: its criteria "
-                        "profile in kernelcast-data/ or data/profiles/ (default: the GPU "
-                        "the CSV names)")
+                        "profile in kernelcast-data/ or data/profiles/ of the current folder, "
+                        "else the checkout's data/profiles/ (default: the GPU the CSV "
+                        "names)")
     p.add_argument("--kernel", metavar="REGEX",
                    help="judge only the launches of kernels whose name matches (default: "
                         "every launch)")
