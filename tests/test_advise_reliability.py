@@ -349,3 +349,42 @@ def test_no_accepted_metric_value_makes_a_nan_infinite_or_negative_output(metric
         doc = as_json(assessment)
         json.dumps(doc, allow_nan=False)
         _sound(doc)
+
+
+# ------------------------------------------------------------------ values taken, said
+
+def test_a_missing_warp_size_is_taken_as_32_and_said(tmp_path, capsys):
+    """Without device__attribute_warp_size the launches are judged with a warp of 32 (the
+    transposes' own), and a warning per launch names the metric and the value taken."""
+    code, want, err = _advise(capsys, _damaged(tmp_path), "--profile", H100, "--json")
+    assert code == 0 and err == ""
+    code, out, err = _advise(capsys, _damaged(tmp_path, device__attribute_warp_size=""),
+                             "--profile", H100, "--json")
+    assert code == 0 and json.loads(out)["criteria"] == json.loads(want)["criteria"]
+    lines = err.strip().splitlines()
+    assert len(lines) == 3, err  # the three launches of the naive transpose
+    assert all(x.startswith("kernelcast: warning: ") and "device__attribute_warp_size" in x
+               and "taken as 32" in x for x in lines)
+
+
+def test_no_active_warps_or_no_throughput_are_taken_at_the_least_share_and_said(tmp_path):
+    """A launch with no active warps, or no DRAM throughput where it is memory-bound, is
+    judged at LEAST_SHARE (a potential speedup of at most 1000x), with a warning."""
+    from kernelcast.errors import AssumedValueWarning
+    from kernelcast.models.criteria.criteria import LEAST_SHARE
+
+    model = load_profile(H100)
+    idle = tuple(read_ncu_csv(_damaged(tmp_path, **{
+        "sm__warps_active.avg.pct_of_peak_sustained_active": "0"}).read_text()))
+    with pytest.warns(AssumedValueWarning, match="sm__warps_active is 0% .* taken as 0.001"):
+        model.assess(Application("idle", idle))
+    starved = tuple(read_ncu_csv(_damaged(tmp_path, **{
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "0",
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "90",
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": "10"}).read_text()))
+    with pytest.warns(AssumedValueWarning, match="MEMTHR is 0; taken as 0.001"):
+        assessment = model.assess(Application("starved", starved))
+    assert max(k.potential for k in assessment.kernels) == pytest.approx(1 / LEAST_SHARE)
+    with warnings.catch_warnings():  # the profile as measured: nothing taken
+        warnings.simplefilter("error")
+        model.assess(Application("x", tuple(read_ncu_csv(NAIVE))))

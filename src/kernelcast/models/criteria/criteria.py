@@ -30,7 +30,7 @@ Every metric read is checked where it is read: a count, size or share of counts 
 one-line UsageError, so no criterion or speedup is NaN, infinite or negative. Launches
 profiled on a GPU other than the characterization's raise a DeviceMismatchWarning.
 
-Public names: CRITERIA, MEMTHR_SATURATED, LONGEST_SECONDS, KernelCriteria, Application,
+Public names: CRITERIA, MEMTHR_SATURATED, LONGEST_SECONDS, LEAST_SHARE, KernelCriteria, Application,
 Assessment, kernel_criteria, assess, check_saturation.
 """
 
@@ -41,7 +41,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from kernelcast.errors import DeviceMismatchWarning, UsageError
+from kernelcast.errors import AssumedValueWarning, DeviceMismatchWarning, UsageError
 from kernelcast.frontends.profiler import Launch
 from kernelcast.models.criteria.characterization import DeviceCharacterization
 
@@ -68,6 +68,11 @@ LONGEST_SECONDS = 2.0 ** 64 * 1e-9
 # gpu__time_duration.sum's units: ncu writes ns in the raw page, named units elsewhere
 _TIME_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3,
                "msecond": 1e-3, "s": 1.0, "second": 1.0}
+
+
+#: the least share of warp slots, and of the throughput they allow, a criterion is read
+#: at: a launch below it is taken at it, with an AssumedValueWarning
+LEAST_SHARE = 1e-3
 
 
 def _number(value) -> float | None:
@@ -97,6 +102,13 @@ def _m(launch: Launch, name: str, default: float | None = None, least: float = 0
     if not least <= value <= _MOST:
         raise UsageError(f"{where} has {name} = {value:g}; it is a count, size or share "
                          f"of counts, from {least:g} to 2^64")
+    return value
+
+
+def _assumed(launch: Launch, what: str, value: float, why: str) -> float:
+    """*value*, taken for *what* of *launch*, with an AssumedValueWarning saying so."""
+    warnings.warn(f"the profile of {launch.kernel} (launch {launch.id}): {what}; taken as "
+                  f"{value:g} ({why})", AssumedValueWarning, stacklevel=3)
     return value
 
 
@@ -174,7 +186,8 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     if seconds is None:
         seconds = _seconds(launch)
     # sizes: a launch has at least one thread per warp, one block of one thread, one SM
-    warp = _m(launch, "device__attribute_warp_size", 32.0, least=1)
+    warp = _m(launch, "device__attribute_warp_size", 0.0, least=1) or _assumed(
+        launch, "no device__attribute_warp_size", 32.0, "the warp of every NVIDIA GPU")
     values: dict[str, float | None] = {"HOSTSYNC": None}
     speedups: dict[str, float] = {"HOSTSYNC": 1.0}
     facts: dict[str, float] = {}
@@ -280,8 +293,11 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     # reads from the device; F_DRAMThr at the achieved fraction of warp slots
     # (sm__warps_active.avg.pct_of_peak_sustained_active); occ, the theoretical occupancy
     # the configuration allows (sm__maximum_warps_per_active_cycle_pct).
-    achieved_warps = max(_m(launch, "sm__warps_active.avg.pct_of_peak_sustained_active")
-                         / 100, 1e-3)
+    achieved_warps = _m(launch, "sm__warps_active.avg.pct_of_peak_sustained_active") / 100
+    if achieved_warps < LEAST_SHARE:  # F_DRAMThr and F_ARITHThr are fitted from 1 warp up
+        achieved_warps = _assumed(
+            launch, f"sm__warps_active is {achieved_warps * 100:g}% of the warp slots",
+            LEAST_SHARE, "the least share the characterization is read at")
     occupancy = _clip(_m(launch, "sm__maximum_warps_per_active_cycle_pct") / 100)
     dram = _m(launch, "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed") / 100
     memthr = _clip(dram / F["F_DRAMThr"](achieved_warps))
@@ -302,7 +318,12 @@ def kernel_criteria(launch: Launch, device: DeviceCharacterization,
     compute_sol = _m(launch, "sm__throughput.avg.pct_of_peak_sustained_elapsed")
     bound = "memory" if memory_sol >= compute_sol else "compute"
     # PotentialSpeedup (§V) = 1 / MEMTHR if memory-bound, 1 / ARITHTHR if compute-bound
-    potential = 1.0 / max(memthr if bound == "memory" else ariththr, 1e-3)
+    limiting = memthr if bound == "memory" else ariththr
+    if limiting < LEAST_SHARE:
+        limiting = _assumed(launch, f"{'MEMTHR' if bound == 'memory' else 'ARITHTHR'} is "
+                            f"{limiting:g}", LEAST_SHARE,
+                            f"a potential speedup of at most {1 / LEAST_SHARE:g}x")
+    potential = 1.0 / limiting
 
     # --- the activity classification of §V: transactions at each level times the
     # level's measured latency (shared: wavefronts; L1: its requests; L2: the requests L1
