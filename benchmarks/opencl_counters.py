@@ -182,19 +182,24 @@ def _ncu_version() -> str | None:
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 else None
 
 
+def _profiles_by_function(path: Path) -> dict[str, list]:
+    """ncu's launches in the CSV at *path*, in order, by the function each ran."""
+    from kernelcast.frontends.profiler import read_ncu_csv
+
+    by_function: dict[str, list] = {}
+    for p in read_ncu_csv(path.read_text(), str(path)):
+        by_function.setdefault(p.kernel.split("(")[0].split()[-1], []).append(p)
+    return by_function
+
+
 def compare(args) -> int:
     """Predict each profiled launch's counters from source; write the comparison."""
     from kernelcast.facts.opencl import opencl_launch_facts
-    from kernelcast.frontends.profiler import read_ncu_csv
     from kernelcast.suites.opencl_programs import source
 
     folder = Path(args.dir)
     run_doc = json.loads((folder / "opencl-counters-run.json").read_text())
-    profiled = read_ncu_csv((folder / "opencl-counters-ncu.csv").read_text(),
-                            str(folder / "opencl-counters-ncu.csv"))
-    by_function: dict[str, list] = {}
-    for p in profiled:
-        by_function.setdefault(p.kernel.split("(")[0].split()[-1], []).append(p)
+    by_function = _profiles_by_function(folder / "opencl-counters-ncu.csv")
     launches = {launch.name: launch for launch in _launches(None)}
     rows, shown = [], {}
     for record in run_doc["launches"]:
@@ -269,18 +274,12 @@ def _hierarchy(measured: dict) -> dict:
 
 def causes(args) -> int:
     """Sort the profiled launches by what bounds them; per class, each model's hits."""
-    from kernelcast.frontends.profiler import read_ncu_csv
-
     folder = Path(args.dir)
     run_doc = json.loads((folder / "opencl-hierarchy-run.json").read_text())
-    profiled = read_ncu_csv((folder / "opencl-hierarchy-ncu.csv").read_text(),
-                            str(folder / "opencl-hierarchy-ncu.csv"))
+    by_function = _profiles_by_function(folder / "opencl-hierarchy-ncu.csv")
     evaluated = json.loads((folder / "opencl-programs-eval.json").read_text())
     timed = {row["launch"]: row for row in evaluated["per_launch"]}
     models = list(evaluated["models"])
-    by_function: dict[str, list] = {}
-    for p in profiled:
-        by_function.setdefault(p.kernel.split("(")[0].split()[-1], []).append(p)
     rows, classes = [], {name: {"launches": 0, **{m: 0 for m in models}}
                          for name, _ in CAUSES}
     for record in run_doc["launches"]:
