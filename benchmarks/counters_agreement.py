@@ -32,7 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 PLAN = ROOT / "data" / "counters-plan.json.xz"
 HELD_OUT_PLAN = ROOT / "data" / "counters-held-out-plan.json.xz"
@@ -73,14 +72,13 @@ def family(entry: dict) -> str:
 
 
 def _predict(entry: dict) -> dict:
-    from counters_gpu import kernel_of
-
     from kernelcast.facts import predict_counters
+    from kernelcast.tune.launches import launch_kernel
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            knl, params = kernel_of(entry)
+            knl, params = launch_kernel(entry)
             began = time.perf_counter()
             facts = predict_counters(knl, {} if entry["kind"] == "random" else params,
                                      "h100" if entry.get("gpu") is None else entry["gpu"])

@@ -8,8 +8,9 @@ corpus family at the family's GPU parameters, spread over each space so that eve
 work-group shape in it is profiled at least once.
 
   plan OUT.json (no GPU): the launch list, each entry enough to rebuild its kernel
-      without a GPU (``kernel_of``), and, made in parallel, its CUDA code, launch geometry
-      and arrays, so that the GPU machine only compiles and launches.
+      without a GPU (kernelcast.tune.launches.launch_kernel), and, made in parallel, its
+      CUDA code, launch geometry and arrays, so that the GPU machine only compiles and
+      launches.
       --held-out PLAN.json: launches none of PLAN's are: the next random kernels of each
       set and other variants of every tuning and corpus family (what kernelcast.facts
       was not developed on).
@@ -41,7 +42,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 RANDOM_PER_SET = 40
 VARIANTS_PER_FAMILY = 20
@@ -141,31 +141,11 @@ def _family_entries(taken: list | None = None) -> list[dict]:
 
 
 def _suite_entries() -> list[dict]:
-    from criteria_counters import plan_cases
+    from kernelcast.evaluation.criteria_counters import plan_cases
 
     return [{"kind": "suite", **{k: e[k] for k in ("suite", "class", "variant", "dtype",
                                                     "group", "p", "kernel", "params")}}
-            for e in plan_cases()]
-
-
-def kernel_of(entry: dict):
-    """The Loopy kernel of a plan entry and its parameters (no GPU needed)."""
-    kind = entry["kind"]
-    if kind == "suite":
-        from criteria_counters import case_of
-
-        case = case_of(entry)
-        return case.kernel(), dict(entry["params"])
-    if kind == "random":
-        from kernelcast.suites.random_kernels import random_kernel
-
-        return random_kernel(entry["set"], entry["number"], entry["n"]).loopy_kernel(), {}
-    from kernelcast.tune.corpus import corpus_family
-    from kernelcast.tune.families import family
-    from kernelcast.tune.space import apply
-
-    fam = (corpus_family if kind == "corpus" else family)(entry["family"])
-    return apply(fam.build(), entry["variant"], fam.space), dict(entry["params"])
+            for e in plan_cases(ROOT / "data" / "h100" / "cuda.sqlite")]
 
 
 def label(entry: dict) -> str:
@@ -186,9 +166,10 @@ def _built(entry: dict) -> dict:
 
     from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
     from kernelcast.measure.codegen import generate
+    from kernelcast.tune.launches import launch_kernel
 
     try:
-        knl, params = kernel_of(entry)
+        knl, params = launch_kernel(entry)
         if entry["kind"] == "random":
             params = {}
         generated = generate(knl, "cuda")
@@ -290,11 +271,11 @@ def run(plan_path: Path, log_path: Path | None, first: int, count: int | None) -
 
 def measure(plan_path: Path, out: Path, chunk: int, budget: float, first: int = 0,
             count: int | None = None) -> int:
-    from criteria_counters import _device_info, profile_chunk, write_csvs
+    from kernelcast.evaluation.criteria_counters import device_info, profile_chunk, write_csvs
 
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    info = _device_info()
+    info = device_info()
     print(json.dumps(info), flush=True)
     runnable = [e for e in load(plan_path) if "error" not in e]
     last = len(runnable) if count is None else min(first + count, len(runnable))

@@ -43,22 +43,23 @@ def main() -> int:
                         help="where to write the timings (default data/counters-speed.json)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    from counters_gpu import kernel_of, load
+    from counters_gpu import load
 
     from kernelcast.facts import predict_counters
+    from kernelcast.tune.launches import launch_kernel
 
     plan = [e for e in load(ROOT / "data" / "counters-plan.json.xz") if "error" not in e]
     chosen = plan[::args.step]
     # the compiler's cache first, so that "cold" times the facts and not the compile
     for entry in chosen:
-        knl, params = kernel_of(entry)
+        knl, params = launch_kernel(entry)
         predict_counters(knl, {} if entry["kind"] == "random" else params, "h100")
     from kernelcast.facts.counters import forget
 
     forget()
     rows = []
     for entry in chosen:
-        knl, params = kernel_of(entry)
+        knl, params = launch_kernel(entry)
         params = {} if entry["kind"] == "random" else params
         cold = _timed(lambda: predict_counters(knl, params, "h100"))
         again = _timed(lambda: predict_counters(knl, params, "h100"))

@@ -1,5 +1,5 @@
-"""The fine-grained model's case studies (issue 25; seed 003, §VI) on an NVIDIA GPU: each
-version of reduction, transpose and BFS (kernelcast.models.criteria.cases) run, checked
+"""The fine-grained model's case studies (seed 003, §VI) on an NVIDIA GPU: each
+version of reduction, transpose and BFS (kernelcast.suites.criteria_cases) run, checked
 against its reference, timed, and profiled with Nsight Compute.
 
   measure OUTDIR (on the GPU machine: cupy, nvcc, ncu): for each case, compile its source
@@ -122,7 +122,7 @@ def _time(case, cubin: Path) -> dict:
 def measure(out: Path) -> int:
     import cupy
 
-    from kernelcast.models.criteria.cases import cases
+    from kernelcast.suites.criteria_cases import cases
 
     out.mkdir(parents=True, exist_ok=True)
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -172,7 +172,7 @@ def measure(out: Path) -> int:
 
 
 def run_one(index: int, cubin: Path) -> int:
-    from kernelcast.models.criteria.cases import cases
+    from kernelcast.suites.criteria_cases import cases
 
     _Application(cases()[index], cubin).run()
     return 0

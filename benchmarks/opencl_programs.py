@@ -29,7 +29,6 @@ Run:  python benchmarks/opencl_programs.py measure --out data/h100 [--device NVI
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import hashlib
 import json
@@ -45,70 +44,10 @@ sys.path.insert(0, str(ROOT / "src"))
 SUITE = {"gpu": "opencl-programs", "pocl": "opencl-programs-cpu"}
 
 
-def measure_launch(backend, launch, text: str, runs: int, drop: int) -> dict:
-    """The status and timing fields of one launch's row (see the module docstring)."""
-    import numpy as np
-    import pyopencl as cl
-
-    from kernelcast.errors import KernelcastError
-    from kernelcast.measure import protocol
-    from kernelcast.measure.backends import LaunchError, OutOfMemory
-    from kernelcast.measure.campaign import failure_fields
-    from kernelcast.measure.launch import GeneratedKernel, KernelArgument
-    from kernelcast.suites.opencl_programs import (
-        TOLERANCE,
-        kernel_arguments,
-        launch_arguments,
-        output_errors,
-    )
-
-    args = {}
-    try:
-        builder = copy.copy(backend)  # the same context and queue, this launch's options
-        builder.build_options = launch.options
-        try:
-            host, args = launch_arguments(launch, backend.queue)
-        except (cl.MemoryError, cl.RuntimeError) as err:
-            raise OutOfMemory(f"allocation failed: {err}") from None
-        order = tuple(KernelArgument(name, np.dtype(getattr(args[name], "dtype", "O")),
-                                     pointer)
-                      for name, _, pointer in kernel_arguments(text, launch.kernel))
-        grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size,
-                                            strict=True))
-        generated = GeneratedKernel(launch.kernel, "opencl", text, order, grid,
-                                    launch.local_size)
-        compiled = builder.compile(generated)
-        backend.time_launches(compiled, generated, args, {}, 1)
-        try:
-            outputs = {name: args[name].get() for name in launch.written}
-        except cl.Error as err:
-            raise LaunchError(f"reading the results failed: {err}") from None
-        errors = output_errors(launch, host, outputs)
-        wrong = {k: e for k, e in errors.items()
-                 if not e <= TOLERANCE[outputs[k].dtype.name]}
-        if wrong:
-            return {"status": "wrong_answer", "max_rel_error": max(errors.values()),
-                    "message": "relative error " + ", ".join(
-                        f"{k} {e:.3g}" for k, e in errors.items())}
-        timing = protocol.time_with_protocol(
-            lambda count: backend.time_launches(compiled, generated, args, {}, count),
-            runs=runs, drop=drop)
-    except KernelcastError as err:
-        return failure_fields(err)
-    finally:
-        for value in args.values():
-            if hasattr(value, "data"):
-                value.data.release()
-    return {"status": timing.status, "min_s": timing.min, "median_s": timing.median,
-            "times_s": list(timing.times), "dropped": timing.drop,
-            "attempts": timing.attempts, "spreads": list(timing.spreads),
-            "max_rel_error": max(errors.values(), default=0.0)}
-
-
 def measure(args) -> int:
     from kernelcast.measure.backends import make_backend
     from kernelcast.measure.store import Store, measurement_key
-    from kernelcast.suites.opencl_programs import PROGRAMS, source
+    from kernelcast.suites.opencl_programs import PROGRAMS, measure_launch, source
     from kernelcast.version import __version__
 
     out = Path(args.out)

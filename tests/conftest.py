@@ -17,11 +17,49 @@ import pytest
 POCL_PLATFORM = "portable computing language"
 INSTALL = "scripts/setup.sh installs it"
 
+#: the test files that take longest (a minute or more on two cores), about longest first:
+#: run before all others, so that the workers of pytest-xdist (--dist loadfile hands out
+#: whole files in collection order) do not end on one of them while the others sit idle
+SLOW_FILES = [
+    "test_model_protocol.py",
+    "test_multi_device.py",
+    "test_opencl_fuzz.py",
+    "test_extended_model.py",
+    "test_poppl_herz.py",
+    "test_suites.py",
+    "test_grophecy_realize.py",
+    "test_learned_model.py",
+    "test_fuzz.py",
+    "test_workflow.py",
+    "test_criteria_compiled_here.py",
+    "test_tune_reliability.py",
+    "test_criteria_gpu_data.py",
+    "test_tuning_docs.py",
+    "test_frontend_reliability.py",
+    "test_criteria_model.py",
+    "test_facts_warps.py",
+    "test_advise_reliability.py",
+    "test_campaign.py",
+    "test_space_fit.py",
+    "test_hardware_reliability.py",
+    "test_model.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of SLOW_FILES first, in its order; every file's tests stay together and
+    in their order."""
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def private_device_locks():
     """Device locks of this test session apart from any other on the machine (the lock
-    tests start and kill holders of their own)."""
+    tests start and kill holders of their own). Each pytest-xdist worker is a session of
+    its own, with its own locks: a lock test holding PoCL's lock never makes another
+    worker's measurement wait or fail, and two workers may time PoCL at once, which
+    slows both."""
     with tempfile.TemporaryDirectory(prefix="kernelcast-test-locks-") as folder:
         saved = os.environ.get("KERNELCAST_LOCK_DIR")
         os.environ["KERNELCAST_LOCK_DIR"] = folder
@@ -65,6 +103,48 @@ def pocl(pocl_device):
     from kernelcast.measure.backends import OpenCLBackend
 
     return OpenCLBackend(pocl_device)
+
+
+# a process that takes the device lock named by its first argument, says so, and keeps
+# it for as many seconds as its second argument says
+_HOLDER = """
+import sys, time
+from kernelcast.measure.lock import DeviceLock
+lock = DeviceLock(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.fixture
+def lock_holder(pocl_device):
+    """A function that starts another process holding the lock of PoCL's device for
+    *seconds* (600 unless told) and returns it once it holds the lock; every process it
+    started is killed afterwards."""
+    import subprocess
+    import sys
+
+    started = []
+
+    def start(seconds: float = 600):
+        process = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, pocl_device.lock_name, str(seconds)],
+            stdout=subprocess.PIPE, text=True)
+        started.append(process)
+        assert process.stdout.readline().strip() == "holding"
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+
+
+@pytest.fixture
+def holder(lock_holder):
+    """Another process holding the lock of PoCL's device (killed afterwards)."""
+    return lock_holder()
 
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -126,3 +206,15 @@ def h100_known_facts():
     extended.SUMMARIES.path = None  # read, never written
     yield
     extended.SUMMARIES = before
+
+
+@pytest.fixture(scope="session")
+def gpu_suite_properties():
+    """One PropertyCache for the cases of the GPU suites (measurement, extension,
+    validation, test), shared by the modules that load them from the committed stores or
+    build them: each suite kernel's properties are extracted once a session (a pytest-xdist
+    worker), not once a module. A PropertyCache knows a kernel by its case's kernel_name,
+    which within these suites names one kernel."""
+    from kernelcast.fitting.dataset import PropertyCache
+
+    return PropertyCache()

@@ -1,4 +1,5 @@
-"""Fuzzing kernelcast's command line: seeded random invocations of every verb with
+"""Fuzzing kernelcast's command line: seeded random invocations of every verb (but
+``models``, whose one input is its flags: tests/test_model_parameters.py) with
 malformed sizes and statistics, bad and non-regular paths (a FIFO, a character device),
 and every input kind damaged: profiles of every model (paper, extended, Hong–Kim,
 learned, Pöppl–Herz, criteria), hardware and registers files and measurement stores

@@ -221,11 +221,11 @@ def _zero_dram(c):
 
 @pytest.mark.parametrize("edit, params, says", [
     (_zero_dram, {}, "F_DRAMThr: the values y must be positive"),
-    (None, {"saturation": "x"}, "params.saturation 'x'"),
-    (None, {"saturation": -1}, "params.saturation -1"),
-    (None, {"saturation": 0}, "params.saturation 0"),
-    (None, {"saturation": 2}, "params.saturation 2"),
-    (None, {"saturation": float("nan")}, "params.saturation nan"),
+    (None, {"saturation": "x"}, "params.saturation is a string ('x'), not a number above 0"),
+    (None, {"saturation": -1}, "params.saturation is a number (-1), not a number above 0"),
+    (None, {"saturation": 0}, "params.saturation is a number (0), not a number above 0"),
+    (None, {"saturation": 2}, "params.saturation is a number (2), not a number above 0 and at most 1"),
+    (None, {"saturation": float("nan")}, "params.saturation is a number (nan), not a number above 0"),
     (lambda c: c["latency_cycles"].update(l1=1e308), {}, "latency_cycles.l1"),
     (lambda c: c["latency_cycles"].update(dram=10 ** 400), {}, "is beyond 64 bits"),
     (lambda c: c["latency_cycles"].update(l2=0.5), {}, "latency_cycles.l2"),

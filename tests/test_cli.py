@@ -79,7 +79,7 @@ def test_version(capsys):
 def test_sizes_are_parsed_as_integers():
     """2^53 + 1 survives (through a float it would become 2^53); 1e3 is a float's
     notation, refused rather than rounded (tests/test_tune_reliability.py)."""
-    from kernelcast.cli.args import sizes
+    from kernelcast.frontends.arguments import sizes
     from kernelcast.errors import UsageError
 
     assert sizes(["n=9007199254740993"]) == {"n": 2**53 + 1}
@@ -202,7 +202,7 @@ def test_every_flag_of_every_verb_has_help():
     [verbs] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(verbs.choices) == {"properties", "suites", "devices", "measure", "calibrate",
                                   "fit", "predict", "evaluate", "report", "demo",
-                                  "project", "tune", "advise", "counters"}
+                                  "project", "tune", "advise", "counters", "models"}
     missing = [f"{verb} {action.dest}" for verb, sub in verbs.choices.items()
                for action in sub._actions
                if not isinstance(action, argparse._HelpAction)
@@ -245,7 +245,7 @@ def test_predict_registers_per_thread(capsys):
     profile = str(ROOT / "data" / "profiles" / "nvidia-h100-80gb-hbm3-opencl-paper.json")
     _one_error_line(capsys, main(["predict", f"{EXAMPLES}:scale", "--param", "n=10",
                                   "--profile", profile, "--registers-per-thread", "32"]),
-                    2, "--registers-per-thread is for the hong-kim model")
+                    2, "--registers-per-thread is for --model hong-kim, not the paper model")
     with pytest.raises(SystemExit) as exit_:
         main([*args, "--registers-per-thread", "0"])
     assert exit_.value.code == 2

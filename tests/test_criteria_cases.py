@@ -1,4 +1,4 @@
-"""The fine-grained model's case studies (kernelcast.models.criteria.cases): launches checked
+"""The fine-grained model's case studies (kernelcast.suites.criteria_cases): launches checked
 against the kernels' signatures, references against independent computations, and the
 kernels' index math by Python emulations of their CUDA formulas (no GPU, no compiler)."""
 
@@ -7,7 +7,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from kernelcast.models.criteria.cases import (
+from kernelcast.suites.criteria_cases import (
     BLOCK,
     COOP_BLOCKS_PER_SM,
     SM_COUNT,

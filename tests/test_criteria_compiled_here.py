@@ -2,7 +2,9 @@
 and ptxas from PyPI (the test extra pins CUDA 13.0.88's: nvidia-cuda-nvcc, nvidia-nvvm,
 nvidia-cuda-crt): every kernel's PTX passes the paper's Figure 2 (b) check, is the PTX
 the H100's machine compiled with the same release (whose SASS passes Figure 2 (c):
-tests/test_criteria_gpu_data.py; PyPI has no disassembler), and assembles for sm_90."""
+tests/test_criteria_gpu_data.py), and assembles for sm_90. The measuring code's own
+compilation (kernelcast.suites.criteria_microbenchmarks.compile_microbenchmark: nvcc to
+PTX and a cubin, PyPI's nvdisasm to SASS) gives listings that pass both checks."""
 
 import io
 import lzma
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelcast.models.criteria import check_ptx, microbenchmarks
+from kernelcast.facts.ptx_checks import check_ptx, check_sass
+from kernelcast.suites.criteria_microbenchmarks import (compile_microbenchmark,
+                                                      microbenchmarks)
 
 ROOT = Path(__file__).resolve().parent.parent
 SMS = 132  # the H100's: the sources' default grid is eight blocks per SM
@@ -80,3 +84,20 @@ def test_the_ptx_compiled_here_is_the_h100_machines(compiled):
         theirs = there[bench.name.replace("/", "_") + ".ptx"]
         assert "release 13.0, V13.0.88" in theirs and "release 13.0, V13.0.88" in ptx
         assert _code(ptx) == _code(theirs), bench.name
+
+
+@pytest.mark.parametrize("name", ["throughput/f32/add", "shared/conflicts-32",
+                                  "divergence/d-0.5"])
+def test_the_measuring_code_compiles_listings_that_pass_both_checks(name, tmp_path):
+    if BIN is None or not (BIN / "nvdisasm").exists():
+        pytest.skip("nvidia-cuda-nvcc or nvidia-cuda-nvdisasm is not installed "
+                    "(pip install -e '.[test]')")
+    bench = next(b for b in microbenchmarks(grid=SMS * 8) if b.name == name)
+    build = compile_microbenchmark(bench, tmp_path, "90", tools=BIN)
+    assert "error" not in build, build["error"]
+    assert build["stem"] == name.replace("/", "_")
+    assert build["ptx_seconds"] >= 0 and build["cubin_seconds"] >= 0
+    stem = tmp_path / build["stem"]
+    assert Path(f"{stem}.cu").read_text() == bench.source
+    assert check_ptx(bench, Path(f"{stem}.ptx").read_text()) == []
+    assert check_sass(bench, Path(f"{stem}.sass").read_text()) == []

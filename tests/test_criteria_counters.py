@@ -1,5 +1,6 @@
 """Kernelcast's counts against Nsight Compute's counters, without a GPU
-(benchmarks/criteria_counters.py, kernelcast.models.criteria.counters): the plan covers
+(kernelcast.evaluation.criteria_counters and its command line, benchmarks/
+criteria_counters.py): the plan covers
 every kernel of the measurement, test and validation suites once, at the largest size the
 H100 CUDA campaign measured; the sector rule on hand-worked warps; the comparison's
 arithmetic on a handmade counters document; matching ncu rows to launches; and ``run``
@@ -15,14 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from kernelcast.frontends.profiler import read_ncu_csv
-from kernelcast.models.criteria.counters import (
+from kernelcast.evaluation import criteria_counters
+from kernelcast.evaluation.criteria_counters import (
     METRICS,
     QUANTITIES,
     agreement,
+    case_of,
+    load_document,
+    match,
     pairs,
+    plan_cases,
     sectors_per_warp,
+    unknown_metrics,
+    write_document,
 )
+from kernelcast.frontends.profiler import read_ncu_csv
 from kernelcast.suites.paper import MEASUREMENT, TEST
 from kernelcast.suites.suite import GROUP_SETS
 from kernelcast.suites.validation import VALIDATION
@@ -33,16 +41,15 @@ STORE = ROOT / "data" / "h100" / "cuda.sqlite"
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("criteria_counters", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def plan():
+    return plan_cases(STORE)
 
 
-@pytest.fixture(scope="module")
-def plan(script):
-    return script.plan_cases()
+def _script(*args):
+    """The command line's run with *args*: (exit status, stdout)."""
+    done = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout
 
 
 # {{{ the plan
@@ -95,21 +102,22 @@ def test_plan_takes_the_largest_sizes_the_campaign_measured(plan):
     assert by_kernel["arithmetic[add]/float32/g16x16"] == {"n": 1024, "k": 728}
 
 
-def test_plan_entries_rebuild_their_cases(script, plan):
+def test_plan_entries_rebuild_their_cases(plan):
     for entry in plan:
-        case = script.case_of(entry)
+        case = case_of(entry)
         assert case.kernel_name == entry["kernel"] and case.params == entry["params"]
 
 
-def test_plan_verb_prints_the_count_and_writes_json(script, tmp_path, capsys):
-    assert script.main(["plan", "--json", str(tmp_path / "plan.json")]) == 0
-    out = capsys.readouterr().out.splitlines()
+def test_plan_verb_prints_the_count_and_writes_json(tmp_path):
+    code, out = _script("plan", "--json", tmp_path / "plan.json")
+    assert code == 0
+    out = out.splitlines()
     assert out[0].startswith("142 cases (measurement 129, test 4, validation 9")
     assert len(out) == 143
     assert len(json.loads((tmp_path / "plan.json").read_text())) == 142
 
 
-def test_run_says_in_one_line_that_it_needs_cupy(script, tmp_path, plan):
+def test_run_says_in_one_line_that_it_needs_cupy(tmp_path, plan):
     pytest.importorskip("numpy")
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("cupy is installed here")
@@ -282,33 +290,33 @@ CSV = "\n".join([
     "==PROF== Disconnected from process 1", ""])
 
 
-def test_match_rows_to_logged_launches(script):
+def test_match_rows_to_logged_launches():
     launches = read_ncu_csv(CSV)
     logged = [{"index": 3, "function": "matmul_tiled", "grid": [4, 4]},
               {"index": 4, "function": "matmul_tiled", "grid": [2, 2]},  # no such row
               {"index": 5, "function": "matmul_tiled", "grid": [8, 8]},
               {"index": 6, "function": "scale_add_s1", "grid": [8]}]
-    matched = script.match(logged, launches)
+    matched = match(logged, launches)
     assert sorted(matched) == [3, 5, 6]
     assert matched[5].metrics["dram__bytes_read.sum"] == 4096.0
     assert matched[6].kernel == "scale_add_s1"
 
 
-def test_large_documents_are_xz_compressed(script, tmp_path, monkeypatch):
-    monkeypatch.setattr(script, "MAX_JSON_BYTES", 100)
-    path = script._write(tmp_path, DOCUMENT)
+def test_large_documents_are_xz_compressed(tmp_path, monkeypatch):
+    monkeypatch.setattr(criteria_counters, "MAX_JSON_BYTES", 100)
+    path = write_document(tmp_path, DOCUMENT)
     assert path.name == "counters.json.xz" and not (tmp_path / "counters.json").exists()
-    assert script.load(path) == json.loads(json.dumps(DOCUMENT))
-    monkeypatch.setattr(script, "MAX_JSON_BYTES", 10 ** 7)
-    path = script._write(tmp_path, DOCUMENT)
+    assert load_document(path) == json.loads(json.dumps(DOCUMENT))
+    monkeypatch.setattr(criteria_counters, "MAX_JSON_BYTES", 10 ** 7)
+    path = write_document(tmp_path, DOCUMENT)
     assert path.name == "counters.json" and not (tmp_path / "counters.json.xz").exists()
 
 
-def test_compare_prints_a_row_per_quantity(script, tmp_path, capsys):
+def test_compare_prints_a_row_per_quantity(tmp_path):
     path = tmp_path / "counters.json"
     path.write_text(json.dumps(DOCUMENT))
-    assert script.main(["compare", str(path), "--worst", "1"]) == 0
-    out = capsys.readouterr().out
+    code, out = _script("compare", path, "--worst", "1")
+    assert code == 0
     for q in QUANTITIES:
         assert q.name in out
     assert "s:b" in out  # the furthest-off flops case
@@ -316,13 +324,13 @@ def test_compare_prints_a_row_per_quantity(script, tmp_path, capsys):
 # }}}
 
 
-def test_unknown_metrics_come_from_ncu_error_lines(script):
+def test_unknown_metrics_come_from_ncu_error_lines():
     metrics = ["dram__bytes_read.sum", "sm__inst_executed_pipe_xu.sum", "launch__grid_size"]
     text = ("==PROF== Connected\n==WARNING== dram__bytes_read.sum is slow\n"
             "==ERROR== Failed to find metric sm__inst_executed_pipe_xu\n")
-    assert script.unknown_metrics(text, metrics) == ["sm__inst_executed_pipe_xu.sum"]
-    assert script.unknown_metrics("==ERROR== " + ",".join(metrics), metrics) == []
-    assert script.unknown_metrics("no errors", metrics) == []
+    assert unknown_metrics(text, metrics) == ["sm__inst_executed_pipe_xu.sum"]
+    assert unknown_metrics("==ERROR== " + ",".join(metrics), metrics) == []
+    assert unknown_metrics("no errors", metrics) == []
 
 
 # ------------------------------------------------------------------ the H100's counters
@@ -340,9 +348,9 @@ def _by_kernel(doc):
     return {c["kernel"]: c for c in doc["cases"]}
 
 
-def test_every_case_was_profiled_with_every_metric(measured, script):
+def test_every_case_was_profiled_with_every_metric(measured, plan):
     assert measured["device"] == "NVIDIA H100 80GB HBM3" and not measured["dropped_metrics"]
-    assert len(measured["cases"]) == len(script.plan_cases())
+    assert len(measured["cases"]) == len(plan)
     for case in measured["cases"]:
         assert case["status"] == "ok", case["kernel"]
         assert set(METRICS) <= set(case["counters"]), case["kernel"]

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernelcast.models.criteria import check_ptx, check_sass, microbenchmarks
+from kernelcast.facts.ptx_checks import check_ptx, check_sass
 from kernelcast.models.criteria.characterization import (Characterization,
                                                          shared_memory_function)
+from kernelcast.suites.criteria_microbenchmarks import microbenchmarks
 
 ROOT = Path(__file__).resolve().parent.parent / "data"
 GPUS = ("h100", "h200")

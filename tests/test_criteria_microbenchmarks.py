@@ -1,4 +1,5 @@
-"""The fine-grained model's microbenchmarks (kernelcast.models.criteria): their sources,
+"""The fine-grained model's microbenchmarks (kernelcast.suites.criteria_microbenchmarks)
+and the checks of their compiled forms (kernelcast.facts.ptx_checks): their sources,
 checked without a compiler (address patterns and branch conditions evaluated from the
 sources' own macros), and the PTX/SASS checks, run on hand-written snippets in nvcc's PTX
 and nvdisasm's (or cuobjdump's) SASS syntax."""
@@ -9,33 +10,34 @@ import re
 import pytest
 
 from kernelcast.errors import ParameterError
-from kernelcast.models.criteria import (
-    OPS,
+from kernelcast.facts.ptx_checks import (
     check_ptx,
     check_sass,
-    latency,
-    microbenchmarks,
+    parse_ptx,
+    parse_sass,
     ptx_functions,
     sass_functions,
-    shared_conflicts,
-    throughput,
 )
-from kernelcast.models.criteria.checks import parse_ptx, parse_sass
-from kernelcast.models.criteria.microbenchmarks import (
+from kernelcast.suites.criteria_microbenchmarks import (
     FILL_GRID,
     FOOTPRINT,
     INTENSITY_WARPS,
     LEVELS,
+    OPS,
     SIDE,
     WAYS,
     arith_intensity,
     divergence,
     dram_intensity,
     kernel_name_of,
+    latency,
     load_latency,
     load_throughput,
+    microbenchmarks,
+    shared_conflicts,
     shared_store_throughput,
     store_throughput,
+    throughput,
 )
 
 ALL = microbenchmarks()

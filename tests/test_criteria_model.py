@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from kernelcast.errors import KernelcastError, NotFittedError, UsageError
+from kernelcast.evaluation.criteria_cases import profiled
+from kernelcast.fitting.microbenchmarks import Microbenchmarks, load_microbenchmarks
 from kernelcast.models import get_model, model_class, model_names
 from kernelcast.models.criteria.advice import LOOPY, hints
-from kernelcast.models.criteria.cases import TILE, profiled, transpose_cases
 from kernelcast.models.criteria.characterization import DeviceCharacterization, characterize
 from kernelcast.models.criteria.criteria import CRITERIA, Application, _amdahl, assess
+from kernelcast.suites.criteria_cases import TILE, transpose_cases
 from kernelcast.profile import load_profile, save_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,8 +198,9 @@ def test_explain_sums_to_predict_the_time_at_the_potential(judged, gpu):
 
 @pytest.mark.parametrize("gpu", GPUS)
 def test_the_committed_profile_is_the_fit_of_the_committed_microbenchmarks(gpu, tmp_path):
-    fitted = get_model("criteria").fit(ROOT / "data" / gpu / "criteria" / "microbenchmarks.json")
-    again = get_model("criteria").fit(_microbenchmarks(gpu))
+    fitted = get_model("criteria").fit(
+        load_microbenchmarks(ROOT / "data" / gpu / "criteria" / "microbenchmarks.json"))
+    again = get_model("criteria").fit(Microbenchmarks(_microbenchmarks(gpu)))
     # two fits of the same data are bit-identical, and equal to the committed profile's
     assert json.dumps(fitted.fitted_state(), sort_keys=True) == json.dumps(
         again.fitted_state(), sort_keys=True) == json.dumps(

@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+from tune_kernels import FACTORY  # the small product, through the CLI
 
 from kernelcast.cli import main
 from kernelcast.errors import DeviceBusyError, KernelcastError, UsageError
@@ -20,7 +21,6 @@ from kernelcast.tune import distributed
 from kernelcast.tune.families import FAMILIES
 from kernelcast.tune.space import Axis, Space, apply, variant_key
 from kernelcast.tune.tuner import rank
-from test_tune_cli import FACTORY  # the same small product, through the CLI
 
 PROFILE = (os.path.dirname(__file__)
            + "/../data/profiles/nvidia-h100-80gb-hbm3-cuda-extended.json")

@@ -11,7 +11,7 @@ import kernelcast as kc
 from kernelcast.errors import KernelcastError
 from kernelcast.evaluation.crossval import cross_validate
 from kernelcast.evaluation.tables import table1
-from kernelcast.fitting.dataset import PropertyCache, load_dataset
+from kernelcast.fitting.dataset import load_dataset
 from kernelcast.measure.arrays import array_specs
 from kernelcast.measure.codegen import generate
 from kernelcast.measure.store import Store
@@ -37,11 +37,12 @@ def _one_case_per_kernel():
 
 
 @pytest.mark.parametrize("case", _one_case_per_kernel(), ids=lambda c: c.kernel_name)
-def test_extent_matches_arrays_and_launch_sizes(case):
+def test_extent_matches_arrays_and_launch_sizes(case, gpu_suite_properties):
     """Work-items from the generated launch configuration, bytes from the arrays the
-    measurement layer allocates: neither goes through the symbolic counts."""
+    measurement layer allocates: neither goes through the symbolic counts. (The
+    properties are extracted into the session's cache, where the fit below finds them.)"""
     knl = case.kernel()
-    extent = kc.extract_properties(knl).extent(case.params)
+    extent = gpu_suite_properties.properties(case).extent(case.params)
     specs, _ = array_specs(knl, case.params)
     read = knl.default_entrypoint.get_read_variables()
     assert extent["bytes_read"] == sum(s.nbytes for s in specs if s.name in read)
@@ -95,11 +96,11 @@ def test_the_extended_model_needs_gpu_suites():
 
 
 @pytest.fixture(scope="module")
-def fitted():
-    cache = PropertyCache()
+def fitted(gpu_suite_properties):
     with Store(H100) as store:
-        dataset = load_dataset(store, ("measurement", "extension"), cache=cache)
-        validation = load_dataset(store, "validation", cache=cache)
+        dataset = load_dataset(store, ("measurement", "extension"),
+                               cache=gpu_suite_properties)
+        validation = load_dataset(store, "validation", cache=gpu_suite_properties)
     return ExtendedModel().fit(dataset), dataset, validation
 
 

@@ -8,7 +8,6 @@ import io
 import json
 import lzma
 import os
-import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -156,17 +155,15 @@ def test_a_counter_stepping_by_four_over_one_iteration_is_no_unrolling(cache):
     executed shared loads and instructions against Nsight Compute's count of the same
     launch on the H100 (data/h100/counters-misses), which an unrolling of 4 undercounts
     fourfold."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from counters_gpu import kernel_of
-
     from kernelcast.measure.codegen import generate
+    from kernelcast.tune.launches import launch_kernel
 
     data = json.loads(lzma.decompress(
         (ROOT / "data/h100/counters-misses/counters.json.xz").read_bytes()))
     entry = next(e for e in data["launches"] if e["label"] == (
         "family:matmul/j.group=16,j.per_item=4,i.group=8,i.per_item=4,unroll.k=4,"
         "tile.k=16,prefetch.a=true,prefetch.b=true"))
-    knl, params = kernel_of(entry)
+    knl, params = launch_kernel(entry)
     facts = compile_facts(generate(knl, "cuda"), cache_dir=cache)
     _needs_nvrtc(facts)
     predicted = facts.counters(params)
@@ -280,13 +277,12 @@ def ncu_cases():
 def test_memory_instructions_executed_match_nsight_compute(cache, ncu_cases, kernel_name):
     """smsp__sass_inst_executed_op_{global,shared}_{ld,st}.sum of one launch as ncu
     counted it on the H100 (the criteria cases' parameters)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from criteria_counters import case_of
-
     from kernelcast.measure.codegen import generate
+    from kernelcast.tune.launches import launch_kernel
 
     entry = next(e for e in ncu_cases if e["kernel"] == kernel_name)
-    facts = compile_facts(generate(case_of(entry).kernel(), "cuda"), cache_dir=cache)
+    knl, _ = launch_kernel({"kind": "suite", **entry})
+    facts = compile_facts(generate(knl, "cuda"), cache_dir=cache)
     _needs_nvrtc(facts)
     predicted = facts.counters(entry["params"])
     for op in ("global_ld", "global_st", "shared_ld", "shared_st"):

@@ -4,7 +4,6 @@ hand-counted on small kernels, and against Nsight Compute's counters of real H10
 
 import json
 import lzma
-import sys
 from pathlib import Path
 
 import loopy as lp
@@ -14,9 +13,9 @@ import pytest
 from kernelcast.errors import UsageError
 from kernelcast.facts import predict_counters
 from kernelcast.facts.counters import PRINCIPAL, forget
+from kernelcast.tune.launches import launch_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def gather(n=4096, table=128):
@@ -81,8 +80,6 @@ def test_another_gpu_than_the_cache_model_was_measured_on_is_warned_of(compiler,
 
 
 def _launches(*labels):
-    from counters_gpu import kernel_of
-
     plan = json.loads(lzma.decompress((ROOT / "data/counters-plan.json.xz").read_bytes()))
     doc = json.loads(lzma.decompress(
         (ROOT / "data/h100/counters/counters.json.xz").read_bytes()))
@@ -90,7 +87,7 @@ def _launches(*labels):
     out = []
     for entry in plan:
         if entry["label"] in labels:
-            knl, params = kernel_of(entry)
+            knl, params = launch_kernel(entry)
             out.append((entry["label"], knl, {} if entry["kind"] == "random" else params,
                         measured[entry["index"]]))
     assert len(out) == len(labels)

@@ -7,7 +7,6 @@ physics is understood.
 """
 
 import functools
-import importlib.util
 import json
 import lzma
 from collections import Counter, defaultdict
@@ -541,13 +540,11 @@ def test_large_launches_are_exact_from_a_few_groups_and_fast():
 
 @functools.cache
 def _criteria_cases():
-    spec = importlib.util.spec_from_file_location(
-        "criteria_counters", ROOT / "benchmarks" / "criteria_counters.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from kernelcast.suites.paper import case_of
+
     document = json.loads(lzma.decompress(
         (ROOT / "data" / "h100" / "criteria" / "counters.json.xz").read_bytes()))
-    return module.case_of, {c["index"]: c for c in document["cases"]}
+    return case_of, {c["index"]: c for c in document["cases"]}
 
 
 @pytest.mark.parametrize("index", [2, 14, 31, 53, 62, 87, 133, 136, 141])

@@ -190,11 +190,18 @@ def test_grophecy_is_a_model_of_skeletons():
                                                   "not enough warps")
     with pytest.raises(UsageError, match="code skeletons"):
         model.predict(42, {})
-    # a profile keeps the hardware
-    again = get_model("grophecy", hardware="c1060")
-    again.restore(model.fitted_state())
-    again.provenance_ = model.provenance_
-    assert again.predict(path, {}) == best.seconds
+
+
+@pytest.mark.parametrize("value", [400.5, "400", [400], None, True])
+def test_params_are_the_skeletons_integer_macros(value):
+    """Never truncated or read from text, as int() would; NumPy's integers are integers."""
+    import numpy as np
+
+    model = get_model("grophecy", hardware="c1060").fit()
+    path = EXAMPLES / "rowsum.sk"
+    with pytest.raises(UsageError, match="macros, which are integers: N is"):
+        model.predict(path, {"N": value})
+    assert model.predict(path, {"N": np.int64(400)}) == model.predict(path, {"N": 400})
 
 
 def test_skeletons_parsed_from_text_are_projected_each_on_its_own():

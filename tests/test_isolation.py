@@ -171,26 +171,6 @@ def test_a_compile_error_keeps_the_compilers_own_log_once(pocl_device, factories
 
 # {{{ one campaign per device
 
-HOLDER = textwrap.dedent('''
-    import sys, time
-    from kernelcast.measure.lock import DeviceLock
-    lock = DeviceLock(sys.argv[1])
-    print("holding", flush=True)
-    time.sleep(600)
-''')
-
-
-@pytest.fixture
-def holder(pocl_device):
-    """Another process holding the lock of PoCL's device."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, pocl_device.lock_name],
-                               stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline().strip() == "holding"
-    yield process
-    process.kill()
-    process.wait()
-
-
 def test_a_second_campaign_on_a_device_is_refused_naming_the_holder(
         holder, pocl_device, kernel_file, tmp_path, capsys):
     db = tmp_path / "s.sqlite"
@@ -215,18 +195,11 @@ def test_the_lock_goes_with_its_holder_even_by_sigkill(holder, pocl_device):
     lock.release()
 
 
-def test_a_waiting_campaign_runs_once_the_holder_is_done(pocl_device, kernel_file, tmp_path):
-    process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER.replace("time.sleep(600)", "time.sleep(2)"),
-         pocl_device.lock_name], stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout.readline().strip() == "holding"
-        db = tmp_path / "s.sqlite"
-        result = _run("measure", "--kernel", f"{kernel_file}:scale", "--param", "n=1000",
-                      "--db", db, "--device", "Portable", "--runs", "6", "--wait", "60")
-    finally:
-        process.kill()
-        process.wait()
+def test_a_waiting_campaign_runs_once_the_holder_is_done(lock_holder, kernel_file, tmp_path):
+    lock_holder(2)
+    db = tmp_path / "s.sqlite"
+    result = _run("measure", "--kernel", f"{kernel_file}:scale", "--param", "n=1000",
+                  "--db", db, "--device", "Portable", "--runs", "6", "--wait", "60")
     assert result.returncode == 0, result.stderr
     # timed once the holder let go: "unstable" is a timing, only noisier (a tiny kernel
     # on a shared 2-core CPU sometimes is)

@@ -1,9 +1,9 @@
 """The learned model on the hardware facts (kernelcast.models.learned.facts), on random
 loop families measured on an H100 (data/h100/corpus-loops-cuda.sqlite.xz) with their
 committed summaries (data/h100/learned-summaries.json.xz): features by hand, the
-geometry against the facts' own, a deterministic fit, never below the floor, explain
-summing to predict, a profile round trip, refusals; a sample of the committed summaries
-against what the facts predict now."""
+geometry against the facts' own, never below the floor, explain summing to predict from
+its base, refusals; a sample of the committed summaries against what the facts predict
+now (tests/test_model_protocol.py runs it through the Model protocol)."""
 
 import lzma
 import math
@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 
 import kernelcast.models.learned.facts as lf
-from kernelcast.errors import KernelcastError, NotFittedError
+from kernelcast.errors import KernelcastError
 from kernelcast.hardware import load_hardware
 from kernelcast.measure.store import Store
 from kernelcast.models import get_model, model_names
 from kernelcast.models.extended.facts import SUMMARY_UNITS, SummaryCache, launch_summary
-from kernelcast.profile import load_profile, save_profile
 from kernelcast.tune.random_families import random_family, random_variants
 from kernelcast.tune.space import apply, variant_key
 from kernelcast.tune.variants import load_random_dataset
@@ -118,18 +117,9 @@ def test_it_is_listed_among_the_variant_models():
     assert model_names("variant") == ("learned", "learned-facts")
 
 
-def test_an_unfitted_model_refuses(data):
-    model = get_model("learned-facts")
-    with pytest.raises(NotFittedError):
-        model.predict(data.cases[0].kernel(), data.params(0))
+def test_a_fit_of_no_rounds_is_refused(data):
     with pytest.raises(KernelcastError, match="rounds"):
         get_model("learned-facts", rounds=0).fit(data)
-
-
-def test_two_fits_are_bit_identical(data, fitted):
-    again = get_model("learned-facts", rounds=80).fit(data)
-    assert again.booster_ == fitted.booster_
-    assert np.array_equal(again.predict_dataset(data), fitted.predict_dataset(data))
 
 
 def test_it_learns_the_corpus_and_never_predicts_below_the_floor(data, fitted):
@@ -146,13 +136,6 @@ def test_explain_sums_to_predict(data, fitted):
     parts = fitted.explain(knl, params)
     assert sum(parts.values()) == pytest.approx(fitted.predict(knl, params), rel=1e-9)
     assert "base" in parts
-
-
-def test_a_profile_round_trips(tmp_path, data, fitted):
-    path = save_profile(fitted, tmp_path / "learned-facts.json")
-    again = load_profile(path)
-    assert again.hardware_ == "h100"
-    assert np.array_equal(again.predict_dataset(data), fitted.predict_dataset(data))
 
 
 @pytest.mark.parametrize("name", ["learned", "learned-facts"])

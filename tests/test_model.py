@@ -15,7 +15,7 @@ import kernelcast as kc
 from kernelcast.errors import KernelcastError, SolverWarning, UncountedWarning
 from kernelcast.evaluation.crossval import cross_validate
 from kernelcast.evaluation.tables import table1
-from kernelcast.fitting.dataset import PropertyCache, load_dataset, timing_noise
+from kernelcast.fitting.dataset import load_dataset, timing_noise
 from kernelcast.fitting.linear import LinearModel, solver_report
 from kernelcast.measure.store import Store
 from kernelcast.metrics import geometric_mean, relative_errors, summarize
@@ -270,12 +270,11 @@ def test_predict_warns_about_properties_without_weight(paper):
 # {{{ real H100 data
 
 @pytest.fixture(scope="module")
-def h100():
+def h100(gpu_suite_properties):
     """The measurement and test suites of the committed H100 OpenCL store."""
-    cache = PropertyCache()
     with Store(DATA / "opencl.sqlite") as store:
-        return (load_dataset(store, "measurement", cache=cache),
-                load_dataset(store, "test", cache=cache))
+        return (load_dataset(store, "measurement", cache=gpu_suite_properties),
+                load_dataset(store, "test", cache=gpu_suite_properties))
 
 
 def _seconds(dataset, weights):

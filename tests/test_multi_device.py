@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tune_kernels import FACTORY, SPACE_TOML  # the small product kernel and its space
 
 from kernelcast.cli import main
 from kernelcast.errors import DeviceBusyError, KernelcastError, UsageError
@@ -29,8 +30,6 @@ from kernelcast.measure.store import Store, StoreMismatchError, measurement_key
 from kernelcast.profile import load_profile, save_profile
 from kernelcast.suites.paper import MEASUREMENT_CPU
 from kernelcast.workflow import default_paths, fit_store
-from test_isolation import holder  # noqa: F401 - a process holding PoCL's lock
-from test_tune_cli import FACTORY, SPACE  # the small product kernel and its space
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PROFILES = Path(__file__).resolve().parent.parent / "data" / "profiles"
@@ -545,7 +544,7 @@ def test_calibrate_devices_usage_errors_are_one_line(two_devices, tmp_path, extr
 @pytest.fixture
 def kernel(tmp_path):
     (tmp_path / "k.py").write_text(FACTORY)
-    (tmp_path / "space.toml").write_text(SPACE)
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
     return tmp_path
 
 

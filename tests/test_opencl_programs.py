@@ -1,11 +1,13 @@
 """The OpenCL programs (kernelcast.suites.opencl_programs, data/opencl-programs/): the set's
-shape, every kernel's PoCL launch against its NumPy reference, and the timing script
-(benchmarks/opencl_programs.py) end to end on PoCL."""
+shape, every kernel's PoCL launch against its NumPy reference, a launch checked and timed
+(measure_launch), and the timing script (benchmarks/opencl_programs.py) run as a user runs
+it, end to end on PoCL."""
 
-import importlib.util
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from kernelcast.suites.opencl_programs import (
     host_arrays,
     kernel_arguments,
     kernels,
+    measure_launch,
     output_errors,
     run_launch,
     source,
@@ -81,32 +84,30 @@ def test_inputs_are_deterministic_and_a_wrong_output_is_caught():
     assert output_errors(launch, first, wrong)["y"] > TOLERANCE["float32"]
 
 
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("opencl_programs_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_wrong_answers_and_compile_errors_are_recorded_not_timed(script, pocl):
+def test_wrong_answers_and_compile_errors_are_recorded_not_timed(pocl):
     launch = next(launch for launch in POCL if launch.kernel == "jacobi1d")
     broken = replace(launch, reference=lambda a, s: {"B": a["B"]})  # "writes nothing"
-    row = script.measure_launch(pocl, broken, source(launch), runs=3, drop=1)
+    row = measure_launch(pocl, broken, source(launch), runs=3, drop=1)
     assert row["status"] == "wrong_answer" and "min_s" not in row
     bad = replace(launch, options="-D UNFINISHED=(")
     text = "#if UNFINISHED\n#endif\n" + source(launch)
-    row = script.measure_launch(pocl, bad, text, runs=3, drop=1)
+    row = measure_launch(pocl, bad, text, runs=3, drop=1)
     assert row["status"] == "compile_error" and "min_s" not in row
 
 
-def test_script_measures_the_pocl_sizes_and_resumes(script, pocl_device, tmp_path, capsys,
-                                                    monkeypatch):
-    argv = ["opencl_programs.py", "measure", "--out", str(tmp_path), "--sizes", "pocl",
-            "--device", "Portable", "--runs", "5", "--drop", "1"]
-    monkeypatch.setattr("sys.argv", argv)
-    assert script.main() == 0
-    printed = capsys.readouterr().out
+def _script(*argv) -> str:
+    """The standard output of ``python benchmarks/opencl_programs.py *argv``, which must
+    succeed (the test session's device locks are in the environment it inherits)."""
+    done = subprocess.run([sys.executable, str(SCRIPT), *map(str, argv)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_script_measures_the_pocl_sizes_and_resumes(pocl_device, tmp_path):
+    argv = ["measure", "--out", tmp_path, "--sizes", "pocl", "--device", "Portable",
+            "--runs", "5", "--drop", "1"]
+    printed = _script(*argv)
     assert f"[{len(POCL)}/{len(POCL)} " in printed
     with sqlite3.connect(tmp_path / "opencl-programs.sqlite") as db:
         rows = db.execute("SELECT case_name, status, min_s, suite, build_options "
@@ -118,7 +119,7 @@ def test_script_measures_the_pocl_sizes_and_resumes(script, pocl_device, tmp_pat
     assert info["count"] == len(POCL) and info["sizes"] == "pocl"
     assert info["device"] == pocl_device.name and info["driver"] == pocl_device.driver
 
-    assert script.main() == 0  # a second run finds everything stored
-    assert capsys.readouterr().out.count("already in store") == len(POCL)
+    printed = _script(*argv)  # a second run finds everything stored
+    assert printed.count("already in store") == len(POCL)
     with sqlite3.connect(tmp_path / "opencl-programs.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == len(POCL)

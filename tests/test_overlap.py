@@ -259,5 +259,6 @@ def test_format_2_profiles_with_a_bad_overlap_are_refused(tmp_path, bad):
 def test_an_overlap_exponent_too_large_to_compute_with_is_refused(bad):
     from kernelcast.models import get_model
 
+    model = get_model("extended", q=bad)  # parameters are checked by fit, not __init__
     with pytest.raises(KernelcastError, match="at most 16"):
-        get_model("extended", q=bad)
+        model.fit(None)

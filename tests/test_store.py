@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from store_rows import IDENTITY, make_row
 
 from kernelcast.errors import UsageError
 from kernelcast.measure.store import (
@@ -29,19 +30,6 @@ LATER_STORES = sorted(p for p in _DATA.glob("*/*.sqlite") if p not in COMMITTED_
 FAILED = [s for s in STATUSES if s not in ("ok", "unstable")]
 NEW_IN_2 = ["size_out_of_range", "failed"]
 NEW_IN_3 = ["crashed"]
-
-IDENTITY = {"backend": "opencl", "device": "Test Device", "driver": "1.0"}
-
-
-def _row(key="k1", status="ok", **fields):
-    row = {"key": key, "case_name": f"case-{key}", "params": {"n": 1024, "m": 8},
-           "kernelcast_version": "test", "status": status}
-    if status in ("ok", "unstable"):
-        row.update(min_s=1e-5, median_s=1.1e-5, times_s=[3e-5, 1e-5, 1.1e-5, 1.2e-5],
-                   dropped=1, attempts=1, spreads=[0.1])
-    row.update(fields)
-    return row
-
 
 @pytest.fixture
 def store(tmp_path):
@@ -66,7 +54,7 @@ def test_a_new_store_records_schema_version_and_identity(store):
 
 
 def test_add_fills_identity_and_time_and_round_trips_json(store):
-    row_id = store.add(_row())
+    row_id = store.add(make_row())
     [got] = store.rows()
     assert got["id"] == row_id
     assert {k: got[k] for k in IDENTITY} == IDENTITY
@@ -86,7 +74,7 @@ def test_add_fills_identity_and_time_and_round_trips_json(store):
                                        "DELETE FROM measurements",
                                        "DELETE FROM measurements WHERE key = 'k1'"])
 def test_rows_are_append_only(store, statement):
-    store.add(_row())
+    store.add(make_row())
     before = store.rows()
     raw = _raw(store)
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -96,15 +84,15 @@ def test_rows_are_append_only(store, statement):
 
 
 def test_a_duplicate_key_is_not_stored_twice_and_counts_as_stored(store):
-    assert store.add(_row("k1")) == 1
-    assert store.add(_row("k1", min_s=5.0)) is None  # as when another process stored it
+    assert store.add(make_row("k1")) == 1
+    assert store.add(make_row("k1", min_s=5.0)) is None  # as when another process stored it
     assert len(store.rows()) == 1 and store.added == 1
     assert store.get("k1")["min_s"] == 1e-5
 
 
 def test_every_status_is_accepted(store):
     for i, status in enumerate(STATUSES):
-        store.add(_row(f"k{i}", status, message=None if status in ("ok", "unstable")
+        store.add(make_row(f"k{i}", status, message=None if status in ("ok", "unstable")
                        else "why"))
     assert [r["status"] for r in store.rows()] == list(STATUSES)
     failed = [r for r in store.rows() if r["status"] not in ("ok", "unstable")]
@@ -113,9 +101,9 @@ def test_every_status_is_accepted(store):
 
 def test_an_invalid_status_is_refused_by_python_and_by_sqlite(store):
     with pytest.raises(ValueError, match="status must be one of"):
-        store.add(_row(status="hung"))
+        store.add(make_row(status="hung"))
     with pytest.raises(ValueError, match="status must be one of"):
-        store.add({k: v for k, v in _row().items() if k != "status"})
+        store.add({k: v for k, v in make_row().items() if k != "status"})
     raw = _raw(store)
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         raw.execute("INSERT INTO measurements (key, recorded_at, case_name, params, backend, "
@@ -128,7 +116,7 @@ def test_an_invalid_status_is_refused_by_python_and_by_sqlite(store):
 @pytest.mark.parametrize("status", ["ok", "unstable"])
 def test_a_timed_row_needs_a_time(store, status):
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        store.add(_row(status=status, min_s=None))
+        store.add(make_row(status=status, min_s=None))
     assert store.rows() == []
 
 
@@ -136,7 +124,7 @@ def test_a_timed_row_needs_a_time(store, status):
 @pytest.mark.parametrize("sentinel", [0.0, -1.0, float("inf")])
 def test_a_failed_row_has_no_sentinel_time(store, status, sentinel):
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        store.add(_row(status=status, min_s=sentinel))
+        store.add(make_row(status=status, min_s=sentinel))
     assert store.rows() == []
 
 
@@ -150,13 +138,13 @@ def test_the_code_table_keeps_the_first_text(store):
 def test_rows_survive_reopening_and_reading_needs_no_identity(tmp_path):
     path = tmp_path / "s.sqlite"
     with Store(path, IDENTITY) as s:
-        s.add(_row("k1"))
+        s.add(make_row("k1"))
         rows = s.rows()
     with Store(path) as s:
         assert s.identity == IDENTITY
         assert s.rows() == rows
     with Store(path, dict(IDENTITY)) as s:
-        s.add(_row("k2"))
+        s.add(make_row("k2"))
         assert len(s.rows()) == 2
 
 
@@ -253,8 +241,8 @@ def test_the_key_covers_what_makes_a_measurement_different():
 def test_read_measurements_gives_a_dataframe_with_param_columns(tmp_path):
     path = tmp_path / "s.sqlite"
     with Store(path, IDENTITY) as s:
-        s.add(_row("k1", params={"n": 1024, "m": 8}))
-        s.add(_row("k2", "out_of_memory", params={"n": 2**40}, message="too big"))
+        s.add(make_row("k1", params={"n": 1024, "m": 8}))
+        s.add(make_row("k2", "out_of_memory", params={"n": 2**40}, message="too big"))
     frame = read_measurements(path)
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.key) == ["k1", "k2"]
@@ -284,10 +272,10 @@ def test_the_statuses_of_each_schema_version():
 
 @pytest.mark.parametrize("status", NEW_IN_2 + NEW_IN_3)
 def test_a_new_store_records_the_new_statuses_without_a_time(store, status):
-    store.add(_row("k1", status, message="why"))
+    store.add(make_row("k1", status, message="why"))
     assert store.get("k1")["status"] == status and store.get("k1")["min_s"] is None
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-        store.add(_row("k2", status, min_s=1.0))
+        store.add(make_row("k2", status, min_s=1.0))
 
 
 def _sha(path):
@@ -346,7 +334,7 @@ def test_a_schema_1_store_takes_the_statuses_it_knows(schema1_store, tmp_path):
     with Store(path, IDENTITY) as s:
         assert s.schema_version == 1
         for i, status in enumerate(SCHEMA_STATUSES[1]):
-            s.add(_row(f"k{i}", status))
+            s.add(make_row(f"k{i}", status))
         assert [r["status"] for r in s.rows()] == list(SCHEMA_STATUSES[1])
         assert s.damaged() == []
     with Store(path) as s:  # still schema 1: nothing was migrated
@@ -358,10 +346,10 @@ def test_a_schema_1_store_refuses_a_new_status_in_one_line_saying_what_to_do(
         schema1_store, tmp_path, status):
     path = schema1_store(tmp_path / "old.sqlite", IDENTITY)
     with Store(path, IDENTITY) as s:
-        s.add(_row("k0"))
+        s.add(make_row("k0"))
         before = _sha(path)
         with pytest.raises(StoreMismatchError) as info:
-            s.add(_row("k1", status, case_name="scale/n=4294967296", message="why"))
+            s.add(make_row("k1", status, case_name="scale/n=4294967296", message="why"))
         assert [{**r, "damage": None} for r in _raw_rows(path)] == s.rows()
         assert len(s.rows()) == 1
     assert _sha(path) == before  # nothing written, nothing migrated

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_store import IDENTITY, _row  # one row maker for both files
+from store_rows import IDENTITY, make_row
 
 from kernelcast.errors import DamagedRowsWarning, StoreError, UsageError
 from kernelcast.fitting.dataset import load_dataset
@@ -176,11 +176,11 @@ def test_a_row_that_would_read_back_as_damaged_is_not_written(tmp_path):
     with Store(tmp_path / "s.sqlite", IDENTITY) as s:
         with pytest.raises(ValueError, match=r"case-k1 is not consistent: min_s 2e-05 is "
                            r"not the minimum of its runs \(1e-05\)"):
-            s.add(_row(min_s=2e-5))
+            s.add(make_row(min_s=2e-5))
         with pytest.raises(ValueError, match="has a time but not the runs it came from"):
-            s.add(_row(times_s=None))
+            s.add(make_row(times_s=None))
         assert s.rows() == [] and s.added == 0
-        assert s.add(_row(p=4.0, min_s=1e-5)) == 1  # stored as SQLite gives it back
+        assert s.add(make_row(p=4.0, min_s=1e-5)) == 1  # stored as SQLite gives it back
         assert s.damaged() == [] and s.get("k1")["p"] == 4
 
 
@@ -199,10 +199,10 @@ def test_a_schema_2_store_reads_and_resumes_as_before_and_refuses_crashed(tmp_pa
     path = _schema_2_store(tmp_path / "v2.sqlite")
     with Store(path, IDENTITY) as s:
         assert s.schema_version == 2 and "crashed" not in s.statuses
-        s.add(_row("k1"))
-        s.add(_row("k2", "failed", message="why"))
+        s.add(make_row("k1"))
+        s.add(make_row("k2", "failed", message="why"))
         with pytest.raises(StoreMismatchError) as info:
-            s.add(_row("k3", "crashed", message="killed by signal 9 (SIGKILL)"))
+            s.add(make_row("k3", "crashed", message="killed by signal 9 (SIGKILL)"))
         assert [(r["key"], r["damage"]) for r in s.rows()] == [("k1", None), ("k2", None)]
         assert "checksum" not in s.rows()[0]
     assert str(info.value) == (
@@ -212,7 +212,7 @@ def test_a_schema_2_store_reads_and_resumes_as_before_and_refuses_crashed(tmp_pa
     with Store(path) as s:
         assert s.meta["schema_version"] == "2"
     with Store(tmp_path / "v3.sqlite", IDENTITY) as s:
-        s.add(_row("k3", "crashed", message="killed by signal 9 (SIGKILL)"))
+        s.add(make_row("k3", "crashed", message="killed by signal 9 (SIGKILL)"))
         assert s.get("k3")["status"] == "crashed" and s.get("k3")["damage"] is None
 
 # }}}
@@ -230,8 +230,8 @@ def _create_at_once(barrier, paths, number, queue, hard_links):
         barrier.wait(timeout=60)
         try:
             with Store(path, IDENTITY) as s:
-                results.append((s.schema_version, s.add(_row(f"p{number}")),
-                                s.add(_row("same"))))
+                results.append((s.schema_version, s.add(make_row(f"p{number}")),
+                                s.add(make_row("same"))))
         except Exception as err:  # noqa: BLE001 - reported to the test
             results.append(repr(err))
     queue.put((number, results))
@@ -398,10 +398,10 @@ def test_rows_added_counts_this_process_rows_per_store(tmp_path, monkeypatch):
     path = tmp_path / "s.sqlite"
     monkeypatch.chdir(tmp_path)
     with Store(path, IDENTITY) as a, Store("s.sqlite", IDENTITY) as b:
-        a.add(_row("k1"))
-        a.add(_row("k2"))
-        b.add(_row("k3"))
-        assert b.add(_row("k1")) is None
+        a.add(make_row("k1"))
+        a.add(make_row("k2"))
+        b.add(make_row("k3"))
+        assert b.add(make_row("k1")) is None
         assert (a.added, b.added) == (2, 1)
     assert rows_added(path) == rows_added("s.sqlite") == 3
     assert rows_added(tmp_path / "other.sqlite") == 0
@@ -415,7 +415,7 @@ def test_a_full_disk_stops_with_one_line_saying_what_was_stored(tmp_path):
         s._conn.execute(f"PRAGMA max_page_count = {pages + 3}")
         with pytest.raises(StoreError) as info:
             for i in range(1000):
-                s.add(_row(f"k{i}", "failed", message="x" * 1000))
+                s.add(make_row(f"k{i}", "failed", message="x" * 1000))
         stored = s.added
     assert stored > 0
     assert _one_line(info.value) == (f"cannot write to {path} (the disk is full); {stored} "
@@ -514,8 +514,8 @@ except KernelcastError as err:
 
 def _store_with_two_rows(path):
     with Store(path, IDENTITY) as s:
-        s.add(_row("k1"))
-        s.add(_row("k2"))
+        s.add(make_row("k1"))
+        s.add(make_row("k2"))
     return path
 
 

@@ -4,8 +4,8 @@ the top K measured into a store and resumed without measuring anything twice."""
 from types import SimpleNamespace
 
 import loopy as lp
-import numpy as np
 import pytest
+from tune_kernels import PARAMS, build
 
 from kernelcast.errors import UsageError
 from kernelcast.measure.store import Store
@@ -23,21 +23,6 @@ from kernelcast.tune.space import (
     variant_key,
 )
 from kernelcast.tune.tuner import rank, tune
-
-PARAMS = {"n": 24, "m": 40}
-
-
-def build():
-    """out = a @ b with a reduction of 4: untagged, to be tuned."""
-    return lp.make_kernel(
-        "{[i, j, k]: 0 <= i < n and 0 <= j < m and 0 <= k < 4}",
-        "out[i, j] = sum(k, a[i, k] * b[k, j])",
-        [lp.GlobalArg("a", np.float32, shape=("n", 4)),
-         lp.GlobalArg("b", np.float32, shape=(4, "m")),
-         lp.GlobalArg("out", np.float32, shape=("n", "m"), is_output=True),
-         lp.ValueArg("n, m", np.int32)],
-        name="mm", lang_version=(2018, 2))
-
 
 SPACE = Space((Axis("j", (4, 8), (1, 2)), Axis("i", (1, 2))), (("k", (1, 4)),))
 

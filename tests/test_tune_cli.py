@@ -5,21 +5,18 @@ import json
 from pathlib import Path
 
 import pytest
-from tune_kernels import matmul_source
+from tune_kernels import FACTORY, SPACE_TOML
 
 from kernelcast.cli import main
 from kernelcast.measure.store import read_measurements
 
 pytestmark = pytest.mark.usefixtures("pocl_device")
 
-FACTORY = "import loopy as lp\nimport numpy as np\n" + matmul_source()
-SPACE = "[axes.j]\ngroup = [4, 8]\nper_item = [1, 2]\n[axes.i]\ngroup = [1, 2]\n"
-
 
 @pytest.fixture
 def files(tmp_path):
     (tmp_path / "k.py").write_text(FACTORY)
-    (tmp_path / "space.toml").write_text(SPACE)
+    (tmp_path / "space.toml").write_text(SPACE_TOML)
     return tmp_path
 
 

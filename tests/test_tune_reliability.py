@@ -309,7 +309,7 @@ def test_good_restrictions_still_hold():
 
 @pytest.mark.parametrize("value", ["1e3", "1000.0", "0x10", "\u0663", "nan", "inf", "1.5"])
 def test_a_size_not_written_in_digits_is_refused(value):
-    from kernelcast.cli.args import sizes
+    from kernelcast.frontends.arguments import sizes
     from kernelcast.errors import UsageError
 
     with pytest.raises(UsageError) as err:
@@ -319,7 +319,7 @@ def test_a_size_not_written_in_digits_is_refused(value):
 
 
 def test_sizes_in_digits_are_read_exactly():
-    from kernelcast.cli.args import sizes
+    from kernelcast.frontends.arguments import sizes
 
     assert sizes(["n=1_000", "m= 7 ", "k=9007199254740993"]) == {
         "n": 1000, "m": 7, "k": 2**53 + 1}

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import loopy as lp
 import numpy as np
 import pytest
+from tune_kernels import PARAMS, build  # the small product
 
 from kernelcast.errors import UsageError
 from kernelcast.measure.codegen import generate
@@ -31,7 +32,6 @@ from kernelcast.tune.space import (
     variant_key,
 )
 from kernelcast.tune.tuner import rank
-from test_tune import PARAMS, build  # the same small product
 
 STORE = Path(__file__).resolve().parents[1] / "data" / "h100" / "tuning-cuda.sqlite"
 LOCAL = 48 * 1024

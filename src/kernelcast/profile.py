@@ -43,7 +43,7 @@ from pathlib import Path
 
 from kernelcast.errors import KernelcastError, ProfileError, UsageError
 from kernelcast.frontends.files import (SQLITE_MAGIC, check_regular_file, describe_os_error,
-                                       read_json_file, read_regular_file)
+                                       json_kind, read_json_file, read_regular_file)
 from kernelcast.models import model_class
 from kernelcast.version import __version__
 
@@ -175,7 +175,7 @@ def _document_at(model, path: Path) -> dict:
     if store:
         store = os.path.relpath(Path(store).resolve(), path.parent.resolve())
     doc = profile_document(model, store)
-    for key in _PATH_PARAMS:  # files the model read, relative to the profile like the store
+    for key in _file_params(model):  # relative to the profile, like the store
         value = doc["params"].get(key)
         if isinstance(value, str) and _is_file_path(value):
             doc["params"][key] = os.path.relpath(Path(value).resolve(),
@@ -206,7 +206,8 @@ def load_profile(path):
     doc = read_json_file(path, "profile")
     path = Path(path)
     if not isinstance(doc, dict):
-        raise ProfileError(f"{path}: not a kernelcast profile (a JSON {_kind(doc)}, not an "
+        kind = json_kind(doc).removeprefix("a ").removeprefix("an ")
+        raise ProfileError(f"{path}: not a kernelcast profile (a JSON {kind}, not an "
                            "object)")
     version = doc.get("format")
     if not _is_int(version) or version not in (1, PROFILE_FORMAT):
@@ -295,21 +296,6 @@ def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _kind(value) -> str:
-    """What a JSON value is, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean ({str(value).lower()})"
-    if isinstance(value, int | float):
-        return f"number ({value!r})"
-    if isinstance(value, str):
-        return f"string ({value[:40]!r})"
-    if isinstance(value, list):
-        return "list"
-    return "object"
-
-
 def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -360,23 +346,12 @@ _FIT_FIELDS = {"suites": "strings", "cases": "count", "criterion": "string",
                "negative_weights": "strings", "solver": "solver",
                "training_geomean_rel_error": "nonnegative",
                "training_max_rel_error": "nonnegative", "nonnegative": "boolean"}
-# each registered model's parameters; a model not listed here is checked by its own
-# constructor only
-_PARAMS = {"paper": {"nonnegative": "boolean"},
-           "extended": {"items_per_unit": "sizes"},  # q: the model checks it
-           "hong-kim": {"hardware": "string or null", "registers": "string or null",
-                        "registers_per_thread": "positive or null"},
-           "hong-kim-facts": {"hardware": "string or null"}}
 
 
 def _check(where: str, value, kind: str) -> None:
     test, should = _CHECKS[kind]
     if not test(value):
-        raise ProfileError(f"{where} is {_indefinite(_kind(value))}, not {should}")
-
-
-def _indefinite(kind: str) -> str:
-    return kind if kind == "null" else ("an " if kind[0] in "aeiou" else "a ") + kind
+        raise ProfileError(f"{where} is {json_kind(value)}, not {should}")
 
 
 def _check_fields(doc: dict) -> None:
@@ -394,41 +369,20 @@ def _check_fields(doc: dict) -> None:
                           ("message", "string")):
             if key in entry:
                 _check(f"fit.solver[{i}].{key}", entry[key], kind)
-    kinds = _PARAMS.get(doc["model"], {})
-    for key, value in doc.get("params", {}).items():
-        if key in kinds:
-            _check(f"params.{key}", value, kinds[key])
+    cls = model_class(doc["model"])
+    for key, value in doc.get("params", {}).items():  # as the model declares them
+        parameter = cls.parameter(key)
+        if parameter is not None and parameter.problem(value):
+            raise ProfileError(f"params.{key} is {json_kind(value)}, not "
+                               f"{parameter.describe()}")
 
-
-def _check_state(name: str, state: dict) -> None:
-    """What the model's ``restore`` does not check itself."""
-    if name in ("paper", "extended"):
-        weights = state.get("weights")
-        if isinstance(weights, dict):
-            for weight, entry in weights.items():
-                if not isinstance(entry, dict):
-                    raise ProfileError(f"weight of {weight!r} is {_indefinite(_kind(entry))}, "
-                                       "not an object; it is not a finite number")
-                for key in ("unit", "per"):
-                    if key in entry and not isinstance(entry[key], str):
-                        _check(f"state.weights.{weight}.{key}", entry[key], "string")
-    elif name in ("hong-kim", "hong-kim-facts"):
-        from kernelcast.hardware import check_hardware
-
-        hardware = state.get("hardware")
-        if not isinstance(hardware, dict):
-            raise ProfileError("the profile has no hardware description")
-        check_hardware(hardware, "state.hardware")
-        registers = state.get("registers", {})
-        _check("state.registers", registers, "object")
-        for kernel, count in registers.items():
-            _check(f"state.registers.{kernel}", count, "count")
 
 # }}}
 
 
-# model parameters that may name a file: written relative to the profile's folder
-_PATH_PARAMS = ("hardware", "registers")
+def _file_params(model) -> tuple[str, ...]:
+    """The parameters of *model* (a model or its class) that may name a file."""
+    return tuple(p.name for p in model.parameters if p.names_file)
 
 
 def _is_file_path(value: str) -> bool:
@@ -436,12 +390,14 @@ def _is_file_path(value: str) -> bool:
         and Path(value).is_file()
 
 
-def _resolved_params(params: dict, path: Path) -> dict:
+def _resolved_params(cls, params: dict, path: Path) -> dict:
     """*params* with file paths relative to the profile's folder made relative to the
     current folder (a path that names no file there is kept as written: older profiles
     wrote them relative to the folder they were fitted in)."""
-    params = dict(params)
-    for key in _PATH_PARAMS:
+    params = {key: tuple(value) if isinstance(value, list) and cls.parameter(key)
+              and cls.parameter(key).kind == "sizes" else value
+              for key, value in params.items()}  # JSON has no tuples
+    for key in _file_params(cls):
         value = params.get(key)
         if isinstance(value, str) and value and not os.path.isabs(value):
             beside = path.parent / value
@@ -452,15 +408,15 @@ def _resolved_params(params: dict, path: Path) -> dict:
 
 def _model(doc: dict, path: Path):
     _check_fields(doc)
-    params = _resolved_params(doc.get("params", {}), path)
     cls = model_class(doc["model"])
+    params = _resolved_params(cls, doc.get("params", {}), path)
     try:
         model = cls(**params)
     except TypeError as err:
         raise ProfileError(f"parameters {params} do not fit the {cls.name} model: "
                            f"{err}") from None
+    model.check_params()
     state = doc["state"]
-    _check_state(cls.name, state)
     try:
         model.restore(state)
     except KernelcastError:
@@ -483,28 +439,21 @@ def _model(doc: dict, path: Path):
 
 
 def _from_format_1(doc: dict) -> dict:
-    """A format-1 profile in format 2's shape: "paper" (or "linear") and "kernelcast",
-    now "extended", with its overlap exponent as the model's q."""
-    old = doc.get("model", "paper")
-    if not isinstance(old, str):
-        raise ProfileError(f"model is {_indefinite(_kind(old))}, not a string")
-    name = {"linear": "paper", "kernelcast": "extended"}.get(old, old)
+    """A format-1 profile in format 2's shape, converted by the model that reads it
+    (Model.format_1_names, Model.from_format_1)."""
+    from kernelcast.models import model_names, workloads
+
+    old = doc.get("model")
+    if old is not None and not isinstance(old, str):
+        raise ProfileError(f"model is {json_kind(old)}, not a string")
     fit = doc.get("fit", {})
     _check("fit", fit, "object")
     fit = dict(fit)
-    if name == "paper":
-        nonnegative = fit.get("nonnegative", False)
-        _check("fit.nonnegative", nonnegative, "boolean")
-        params = {"nonnegative": nonnegative}
-        state = {"weights": doc.get("weights")}
-    elif name == "extended":
-        q = doc.get("overlap", 1.0)
-        if isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) \
-                or q < 1:
-            raise ProfileError(f"overlap {q!r} is not an exponent of at least 1")
-        params = {"q": float(q)}
-        state = {"weights": doc.get("weights"), "resident_items": doc.get("resident_items")}
-    else:
-        raise ProfileError(f"unknown model {name!r} in a format-1 profile")
+    cls = next((model_class(n) for w in workloads() for n in model_names(w)
+                if old in model_class(n).format_1_names), None)
+    if cls is None:
+        raise ProfileError(f"unknown model {old!r} in a format-1 profile")
+    params, state = cls.from_format_1(doc)
+    name = cls.name
     return {**doc, "format": PROFILE_FORMAT, "model": name, "params": params,
             "state": state, "fit": fit}

@@ -1,8 +1,10 @@
 """Readable results: Table 1 and Table 2 of the paper for any model, every model side by
 side, cross-validation summaries, as text, markdown and CSV, and figures: the report's
 (predicted against measured, the breakdown of predicted times) and the criteria model's
-(``advice_figure``). A figure's title names its model, device and profile date; its
-legend, outside the plot, holds at most LEGEND_LIMIT (8) entries.
+(``advice_figure``), and those of the results page (``random_kernels_figure``,
+``characterization_figure``, ``tuning_methodology_figure``: drawn and written at 90 dpi).
+A report figure's title names its model, device and profile date; its legend, outside the
+plot, holds at most LEGEND_LIMIT (8) entries.
 
 ``format_table`` is the one function that formats a table, printed or written: one style
 everywhere, and printed tables fit in ``WIDTH`` (100) columns — a table wider than that is
@@ -14,7 +16,8 @@ Public names: WIDTH, STATUS_MEANINGS, format_table, format_seconds, format_table
 format_table2, format_summary, format_side_by_side, format_side_by_side_summary,
 status_notes, negative_notes, print_evaluation, check_report_paths, write_report,
 LEGEND_LIMIT, COLORS, GREY, figure_title, group_smallest, save_figure, scatter_figure,
-breakdown_figure, advice_figure.
+breakdown_figure, advice_figure, random_kernels_figure, characterization_figure,
+tuning_methodology_figure.
 """
 
 from __future__ import annotations
@@ -524,3 +527,132 @@ def advice_figure(versions: list, title: str = "", measured: dict | None = None,
                    f"{versions[0][1].device}")
     fig.suptitle(heading, fontsize=10)
     return fig
+
+
+# The results page's figures (kernelcast.evaluation.results draws them through these).
+
+def _page_figure(size, rows: int, cols: int):
+    """A figure of rows × cols axes laid out by tight_layout, as the results page's
+    figures are."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(rows, cols, squeeze=False)
+
+
+def _write_page_figure(fig, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def random_kernels_figure(docs: list, labels: dict, path) -> Path:
+    """Predicted against measured run time of the random kernels (the Pöppl–Herz slides'
+    figures), log-log, a panel per model (columns: those of *labels*, model name to its
+    label, fitted on some device) and device (rows: *docs*, (label, random-eval
+    document) pairs), realistic and unrestricted sets in two colours, the lines 1×, 0.7×
+    and 1.3×. Written to *path*."""
+    import numpy as np
+
+    models = [m for m in labels if any("sets" in d["models"].get(m, {}) for _, d in docs)]
+    fig, axes = _page_figure((3 * len(models), 3 * len(docs)), len(docs), len(models))
+    for row, (label, doc) in enumerate(docs):
+        for col, model in enumerate(models):
+            ax = axes[row][col]
+            entry = doc["models"].get(model, {})
+            for set_name, colour in (("realistic", "tab:blue"), ("unrestricted", "tab:orange")):
+                entry_set = entry.get("sets", {}).get(set_name, {})
+                measured = np.asarray(entry_set.get("measured_s", []))
+                ratios = np.array([np.nan if r is None else r
+                                   for r in entry_set.get("ratios", [])], dtype=float)
+                keep = (ratios > 0) & np.isfinite(ratios)
+                if keep.any():
+                    ax.loglog(measured[keep] * 1e6, measured[keep] * ratios[keep] * 1e6, ".",
+                              ms=2, alpha=0.5, color=colour, label=set_name)
+            if not ax.has_data():
+                ax.text(0.5, 0.5, "not fitted on this device", ha="center", va="center",
+                        fontsize=7, transform=ax.transAxes)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.set_title(f"{labels[model]}\n{label}", fontsize=8)
+                continue
+            low, high = ax.get_xlim()
+            xs = np.array([low, high])
+            ax.plot(xs, xs, "k-", lw=0.5)
+            ax.plot(xs, 0.7 * xs, "k:", lw=0.5)
+            ax.plot(xs, 1.3 * xs, "k:", lw=0.5)
+            ax.set_ylabel("predicted µs", fontsize=7)
+            ax.set_title(f"{labels[model]}\n{label}", fontsize=8)
+            ax.set_xlabel("measured µs", fontsize=7)
+            ax.tick_params(labelsize=6)
+            if row == 0 and col == 0:
+                ax.legend(fontsize=6)
+    fig.tight_layout()
+    return _write_page_figure(fig, path)
+
+
+def characterization_figure(panels: list, path) -> Path:
+    """The criteria model's characterization functions over their samples (its paper's
+    Figure 4, and the other three): a panel per (title, x label, [(label, function)]) of
+    *panels*, each function a monotone interpolation with its samples as dots. Written
+    to *path*."""
+    import numpy as np
+
+    fig, axes = _page_figure((3.2 * len(panels), 2.8), 1, len(panels))
+    for ax, (title, xlabel, functions) in zip(axes[0], panels):
+        for label, f in functions:
+            r = np.linspace(f.x[0], f.x[-1], 200)
+            ax.plot(r, f(r), "-", lw=1, label=label)
+            ax.plot(f.x, f.y, "o", ms=3, color=ax.lines[-1].get_color())
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=7)
+        ax.tick_params(labelsize=6)
+        if len(functions) > 1:
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    return _write_page_figure(fig, path)
+
+
+def tuning_methodology_figure(doc: dict, path, label=str) -> Path:
+    """Score curves of the search strategies over the first 20 measurements, a panel per
+    family of *doc* (benchmarks/tuning_methodology.py's document): Kernel Tuner's
+    strategies in grey, kernelcast's guided searches in colour, named by *label* (a
+    function of the search's name). Written to *path*."""
+    families = list(doc["families"])
+    cols = 4
+    rows = (len(families) + cols - 1) // cols
+    fig, axes = _page_figure((3.2 * cols, 2.7 * rows), rows, cols)
+    colours = {}
+    for i, name in enumerate(families):
+        ax = axes[i // cols][i % cols]
+        e = doc["families"][name]
+        for search, r in e["searches"].items():
+            curve = r.get("score", [])[:20]
+            if not curve:
+                continue
+            xs = range(1, len(curve) + 1)
+            if not search.startswith("kernelcast:"):
+                ax.plot(xs, curve, color="0.75", lw=0.8,
+                        label="Kernel Tuner strategies" if i == 0 and not colours.get("kt")
+                        else None)
+                colours["kt"] = True
+            elif search.endswith("+feedback"):
+                ax.plot(xs, curve, lw=1.2, label=label(search) if i == 0 else None)
+        ax.axhline(0, color="k", lw=0.5)
+        ax.axhline(1, color="k", lw=0.5, ls=":")
+        ax.set_ylim(-1.0, 1.05)
+        ax.set_title(f"{name} ({e['variants']} variants, {e['within_5_percent']} within 5%)",
+                     fontsize=8)
+        ax.set_xlabel("measurements", fontsize=7)
+        ax.set_ylabel("score (0 random, 1 best)", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for j in range(len(families), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    fig.legend(loc="lower center", fontsize=7, ncol=4)
+    fig.suptitle("Search strategies on spaces measured exhaustively on an H100 "
+                 "(benchmarks/tuning_methodology.py)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return _write_page_figure(fig, path)

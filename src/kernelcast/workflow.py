@@ -13,8 +13,13 @@ store holds) and returns Table 1 of each model asked for on the same cases.
 NAME.sqlite.xz) and writes its profile, leaving one that holds the same fit as it is
 (scripts/fit_profiles.sh).
 
-Public names: default_paths, default_model, calibrate, calibrate_devices, fit_store,
-fit_committed_profile, evaluate, device_available, test_suite_of.
+``calibrate_criteria`` measures the criteria model's microbenchmarks on this host's CUDA
+device, fits it and writes its profile; ``fit_store`` fits it to a microbenchmark document
+(its store).
+
+Public names: default_paths, default_model, calibrate, calibrate_criteria,
+calibrate_devices, fit_store, fit_committed_profile, evaluate, device_available,
+test_suite_of.
 """
 
 from __future__ import annotations
@@ -67,9 +72,15 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
     store at *store_path* that it is fitted from when calibrated with *suite*. With
     *profile_path*, where the profile will be written is checked first (a directory, a
     measurement store or a folder that cannot be written is refused before the fit).
-    *progress*: a stream for a long fit's progress lines (Model.progress)."""
+    *progress*: a stream for a long fit's progress lines (Model.progress).
+
+    The criteria model's store is a microbenchmark document (a measure_microbenchmarks
+    JSON, read by kernelcast.fitting.microbenchmarks.load_microbenchmarks); *suite* is
+    then its own suite or left at "measurement"."""
     if profile_path is not None:
         check_profile_path(profile_path)
+    if model_class(model).fitted_from == "microbenchmarks":
+        return _fit_microbenchmarks(store_path, model, suite, progress, **params)
     from kernelcast.suites.paper import get_suite
 
     get_suite(suite)  # an unknown suite name is refused before the store is read
@@ -78,6 +89,42 @@ def fit_store(store_path, model: str = "paper", suite: str = "measurement",
     with Store(store_path) as store:
         dataset = load_dataset(store, fitted.fit_suites(suite), suite=suite, cache=cache)
     return fitted.fit(dataset)
+
+
+def _fit_microbenchmarks(document, model: str, suite: str, progress, **params):
+    """*model* (*params*: its keyword arguments) fitted to the microbenchmark document at
+    *document*; a suite other than the microbenchmarks' is refused."""
+    from kernelcast.errors import UsageError
+    from kernelcast.fitting.microbenchmarks import load_microbenchmarks
+    from kernelcast.suites.criteria_microbenchmarks import SUITE
+
+    if suite not in ("measurement", SUITE):
+        raise UsageError(f"the {model} model is fitted from its microbenchmarks ({SUITE}), "
+                         f"not from the {suite} suite")
+    fitted = get_model(model, **params)
+    fitted.progress = progress
+    return fitted.fit(load_microbenchmarks(document))
+
+
+def calibrate_criteria(folder, profile_path=None, *, params: dict | None = None,
+                       tools=None, progress=None):
+    """Measure the criteria model's microbenchmarks on this host's CUDA device (cupy,
+    nvcc and nvdisasm; *tools*: their folder, default PATH) into *folder*
+    (microbenchmarks.json and listings.tar.xz), fit the model (*params*: its keyword
+    arguments) and save its profile at *profile_path* (default: <device>-cuda-criteria.json
+    in *folder*'s parent, where ``advise --device`` finds it), checked before anything is
+    measured. *progress*: a stream for a line
+    per microbenchmark (default stdout). Returns (model, profile path)."""
+    from kernelcast.suites.criteria_microbenchmarks import measure_microbenchmarks
+
+    if profile_path is not None:
+        check_profile_path(profile_path)
+    document = measure_microbenchmarks(folder, tools=tools, progress=progress)
+    fitted = fit_store(document, "criteria", **(params or {}))
+    if profile_path is None:
+        profile_path = default_paths(fitted.provenance_["device"], "cuda", fitted.name,
+                                     root=Path(folder).parent)[1]
+    return fitted, save_profile(fitted, profile_path)
 
 
 def fit_committed_profile(packed, folder, model: str, name: str | None = None,

@@ -1,15 +1,15 @@
 """The ``kernelcast`` command line: a parser and one function per verb.
 
-Verbs: properties, suites, devices (kernelcast.cli.kernels); measure, calibrate, fit
+Verbs: properties, suites, devices (kernelcast.cli.kernels); models (model_flags: the
+registered models and their parameters); measure, calibrate, fit
 (measuring); predict, evaluate, report, demo (models); project (project: GROPHECY's
 layout search of a code skeleton); tune (tune: rank a kernel's variants with a model,
 measure the best); advise (advise: the fine-grained model's criteria of an Nsight
 Compute profile); counters (counters: the predicted Nsight Compute counters of one
 launch). Every ``--model`` takes the registry's names
-(kernelcast.models). A flag means the same on every verb that has it
-(``--registers FILE`` is a registers file everywhere; predict's per-thread count is
-``--registers-per-thread N``); list flags take several values after one flag or the flag
-repeated. Errors print one line, warnings one line each; the exit status is 0 on success,
+(kernelcast.models), and the flags of the models' parameters are made from what each
+model declares (kernelcast.cli.model_flags). A flag means the same on every verb that has
+it; list flags take several values after one flag or the flag repeated. Errors print one line, warnings one line each; the exit status is 0 on success,
 1 on a failure and 2 on a usage error (a bad argument, file or combination). ``--debug``
 (before or after the verb) also prints the traceback of an error, the user's code's
 included.
@@ -24,20 +24,27 @@ import sys
 import traceback
 import warnings
 
-from kernelcast.cli import advise, counters, kernels, measuring, models, project, spread, tune
+from kernelcast.cli import (advise, counters, kernels, measuring, model_flags, models,
+                            project, spread, tune)
 from kernelcast.cli.args import nonnegative_float, positive_int, run_count
+from kernelcast.cli.model_flags import add_model_flags
 from kernelcast.cli.interrupt import Terminated, catch_sigterm, interrupted
 from kernelcast.errors import UsageError
 from kernelcast.errors import DataDependentError, KernelcastError, ParameterError
 
 
 def _model_choices():
-    """The kernel models, and the same with the models of OpenCL source, described."""
+    """The kernel models; the same with the models of OpenCL source; and those with the
+    models fitted from microbenchmarks (calibrate, fit), described."""
     from kernelcast.models import model_class, model_names
+
+    from kernelcast.cli.model_flags import trained_models
 
     names = model_names()
     every = names + model_names("opencl")
-    return names, every, "; ".join(f"{n}: {model_class(n).summary}" for n in every)
+    fitted = trained_models()
+    return names, every, fitted, "; ".join(f"{n}: {model_class(n).summary}"
+                                           for n in fitted)
 
 
 def _suite_names() -> str:
@@ -139,23 +146,19 @@ def _devices(p, what: str):
 
 
 def _model_args(p, names, profile_help: str):
-    """--profile, or --model with --hardware: what predicts (predict, tune)."""
+    """--profile, or --model with its parameters: what predicts (predict, tune)."""
+    from kernelcast.models import model_class
+
     p.add_argument("--profile", help=profile_help)
+    bare = [n for n in names if model_class(n).from_hardware]
     p.add_argument("--model", choices=names,
-                   help="hong-kim or hong-kim-facts with --hardware needs no profile; "
-                        "otherwise the profile's model")
-    p.add_argument("--hardware", help="hong-kim: h100, h200, fx5600, c1060 or a JSON file; "
-                                      "hong-kim-facts: h100 or h200")
-
-
-def _registers_file(p):
-    p.add_argument("--registers", metavar="FILE",
-                   help="hong-kim: registers per thread of each suite kernel, as the "
-                        "device's compiler reported them (data/<gpu>/registers.json)")
+                   help=f"{' or '.join(bare)} with --hardware needs no profile; otherwise "
+                        "the profile's model")
+    add_model_flags(p, names, predicting=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    names, fitted, described = _model_choices()
+    names, fitted, trained, described = _model_choices()
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict GPU kernel run times from Loopy kernels.")
     from kernelcast.version import __version__
@@ -184,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list the OpenCL and CUDA devices")
     _json(p)
     p.set_defaults(run=kernels.devices)
+
+    p = sub.add_parser("models", help="list the models, what each predicts and its "
+                                      "parameters (the flags of calibrate, fit, predict)")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the table docs/cli.md holds (markdown)")
+    _json(p)
+    p.set_defaults(run=model_flags.models)
 
     p = sub.add_parser("measure", help="time kernels on a device into a measurement store")
     p.add_argument("--suite", help=f"a suite to measure: {suites}")
@@ -214,18 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
                                          "write a profile")
     _device_args(p)
     p.add_argument("--db", help="measurement store (default: "
-                   "kernelcast-data/<device>-<backend>.sqlite)")
+                   "kernelcast-data/<device>-<backend>.sqlite; for criteria, a folder for "
+                   "its microbenchmarks, default kernelcast-data/<device>-criteria/)")
     p.add_argument("--profile", help="where to write the profile (default: beside the "
                    "store, named after the model)")
     p.add_argument("--suite", help="the measurement suite: measurement (GPU default) or "
                    "measurement-cpu (CPU default)")
-    p.add_argument("--model", choices=fitted,
+    p.add_argument("--model", choices=trained,
                    help=model_help + ". Default: extended on a GPU, paper on a CPU")
-    p.add_argument("--nonnegative", action="store_true",
-                   help="paper model: fit non-negative weights")
-    p.add_argument("--hardware", help="hong-kim, hong-kim-facts: h100, h200, fx5600, c1060 "
-                   "or a JSON file (default: the device's)")
-    _registers_file(p)
+    add_model_flags(p, trained)
     _timing(p)
     _devices(p, "calibrate several devices at once, each in its own right (a store and a "
                 "profile per device, named after its PCI address; not with --db or "
@@ -233,16 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=measuring.calibrate)
 
     p = sub.add_parser("fit", help="fit a model to a measurement store, write a profile")
-    p.add_argument("--db", required=True, help="the measurement store")
-    p.add_argument("--model", choices=fitted, default="paper", help=model_help)
+    p.add_argument("--db", required=True, help="the measurement store (for criteria, its "
+                   "microbenchmarks' microbenchmarks.json)")
+    p.add_argument("--model", choices=trained, default="paper", help=model_help)
     p.add_argument("--suite", default="measurement",
                    help="the measurement suite (measurement or measurement-cpu)")
     p.add_argument("--profile", required=True, help="where to write the profile (JSON)")
-    p.add_argument("--nonnegative", action="store_true",
-                   help="paper model: fit non-negative weights")
-    p.add_argument("--hardware", help="hong-kim, hong-kim-facts: h100, h200, fx5600, c1060 "
-                   "or a JSON file")
-    _registers_file(p)
+    add_model_flags(p, trained)
     p.set_defaults(run=measuring.fit)
 
     p = sub.add_parser("predict", help="predict a kernel's run time with a profile "
@@ -268,9 +272,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes-out", type=positive_int, metavar="B",
                    help="poppl-herz: bytes copied back (default: one element per "
                         "work-item of each global array it writes)")
-    p.add_argument("--registers-per-thread", type=positive_int, metavar="N",
-                   help="hong-kim: registers per thread of this kernel, as the compiler "
-                        "reports them (limits the blocks an SM holds)")
     p.add_argument("--explain", action="store_true",
                    help="per term of the prediction: its time, the value its weight "
                         "multiplies and the Nsight Compute counter it stands on (the "
@@ -305,9 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "store; 'all' puts every model side by side but facts, which "
                         "compiles every case of the store (minutes) and is compared when "
                         "named")
-    p.add_argument("--hardware", help="hong-kim or hong-kim-facts without --profile: h100, "
-                   "h200, fx5600, c1060 or a JSON file")
-    _registers_file(p)
+    add_model_flags(p, names)  # of the model fitted without --profile
     p.add_argument("--db", help="measurement store (default: the profile's)")
     p.add_argument("--suite", help=f"the suite to evaluate: {suites} (default: the test "
                    "suite of the profile's measurement suite)")
@@ -389,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     _param(p, "a Loopy kernel's sizes")
     p.add_argument("--profile", metavar="FILE",
                    help="a criteria profile (the GPU's characterization; "
-                        "benchmarks/criteria_microbenchmarks.py profile writes one)")
+                        "kernelcast calibrate --model criteria writes one)")
     p.add_argument("--device", metavar="NAME",
                    help="instead of --profile, a substring of the GPU's name: its criteria "
                         "profile in kernelcast-data/ or data/profiles/ of the current folder, "

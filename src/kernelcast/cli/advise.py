@@ -35,14 +35,15 @@ def find_profile(device: str) -> Path:
     the first of kernelcast.profile.profile_folders() that holds one (files that cannot be
     read as JSON, a FIFO among them, are passed over); one-line errors for none or several
     devices."""
+    from kernelcast.models import model_names
     from kernelcast.profile import find_profiles, profile_folders
 
-    found = find_profiles("criteria", device)
+    found = [entry for name in model_names("profile") for entry in find_profiles(name, device)]
     if not found:
         where = " or ".join(f"{folder}/" for folder in profile_folders())
         raise UsageError(f"no criteria profile for a device named like {device!r} in "
-                         f"{where}; pass --profile FILE (made by "
-                         "benchmarks/criteria_microbenchmarks.py profile)")
+                         f"{where}; pass --profile FILE, or measure one on that GPU: "
+                         "kernelcast calibrate --model criteria")
     devices = {doc["device"] for _, doc in found}
     if len(devices) > 1:
         raise UsageError(f"--device {device!r} names several devices ({', '.join(sorted(devices))}); "
@@ -79,7 +80,7 @@ def _launches(args):
     from kernelcast.frontends.profiler import read_ncu_csv
 
     if _is_loopy(args.file):
-        from kernelcast.cli.args import sizes
+        from kernelcast.frontends.arguments import sizes
         from kernelcast.measure.ncu import profile_kernel
 
         def started():
@@ -127,9 +128,9 @@ def _model(args, launches):
                              "or --profile FILE")
         path = find_profile(device)
     model = load_profile(path)
-    if model.name != "criteria":
+    if model.workload != "profile":
         raise ProfileError(f"{path}: a {model.name} profile; advise needs a criteria "
-                           "profile (benchmarks/criteria_microbenchmarks.py profile)")
+                           "profile (kernelcast calibrate --model criteria)")
     return model, path
 
 

@@ -371,7 +371,7 @@ def _print_json(facts, rows, launch, path, device) -> None:
 
 
 def counters(args) -> int:
-    from kernelcast.cli.args import sizes, statistics
+    from kernelcast.frontends.arguments import sizes, statistics
     from kernelcast.cli.models import opencl_flags
     from kernelcast.facts import predict_counters
     from kernelcast.facts.counters import hardware_named
@@ -402,7 +402,7 @@ def counters(args) -> int:
 def _opencl_counters(args) -> int:
     """``counters`` of a .cl kernel: its warp-level memory counters
     (kernelcast.facts.opencl), the rest listed as not predicted."""
-    from kernelcast.cli.args import scalar_arguments
+    from kernelcast.frontends.arguments import scalar_arguments
     from kernelcast.cli.models import check_opencl_launch, opencl_counts
     from kernelcast.facts.counters import hardware_named
     from kernelcast.facts.opencl import opencl_launch_facts

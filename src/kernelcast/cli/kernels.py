@@ -6,7 +6,7 @@ import json
 import sys
 from collections import Counter
 
-from kernelcast.cli.args import pairs, integer, sizes, statistics
+from kernelcast.frontends.arguments import pairs, integer, sizes, statistics
 
 
 def kernel_properties(spec: str, stat_items):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from kernelcast.cli.args import integer, pairs, sizes
+from kernelcast.frontends.arguments import integer, pairs, sizes
 from kernelcast.cli.spread import cluster_args, cluster_context, device_count, spread_devices
 from kernelcast.errors import KernelcastError, UsageError
 
@@ -128,33 +128,47 @@ def _print_fit(model, path) -> None:
                                               for s in failed))
 
 
-def model_params(args) -> dict:
-    """Keyword arguments of the chosen model from the command line."""
-    params = {}
-    if getattr(args, "nonnegative", False):
-        if args.model not in (None, "paper"):
-            raise UsageError("--nonnegative is for the paper model")
-        params["nonnegative"] = True
-    if getattr(args, "hardware", None):
-        if args.model not in ("hong-kim", "hong-kim-facts"):
-            raise UsageError("--hardware is for --model hong-kim or hong-kim-facts")
-        params["hardware"] = args.hardware
-    if isinstance(getattr(args, "registers", None), str):
-        if args.model != "hong-kim":
-            raise UsageError("--registers is for --model hong-kim")
-        params["registers"] = args.registers
-    return params
+def _params(args) -> dict:
+    """The chosen model's keyword arguments from the command line (a model must be named
+    for them)."""
+    from kernelcast.cli.model_flags import model_params
+
+    return model_params(args, args.model)
 
 
 def calibrate(args) -> int:
+    from kernelcast.models import model_class
     from kernelcast.workflow import calibrate as run
 
+    if args.model and model_class(args.model).fitted_from == "microbenchmarks":
+        return _calibrate_microbenchmarks(args)
     if getattr(args, "devices", None) is not None:
         return _calibrate_devices(args)
     model, path = run(args.device, args.backend, args.db, args.profile, args.suite,
-                      model=args.model, params=model_params(args), runs=args.runs,
+                      model=args.model, params=_params(args), runs=args.runs,
                       tolerance=args.tolerance, wait=getattr(args, "wait", 0.0))
     _print_fit(model, path)
+    return 0
+
+
+def _calibrate_microbenchmarks(args) -> int:
+    """calibrate --model criteria: its microbenchmarks on the first CUDA device, into the
+    folder --db (default kernelcast-data/<model>-microbenchmarks/), then its profile."""
+    from pathlib import Path
+
+    from kernelcast.workflow import calibrate_criteria
+
+    for flag, given in (("--devices", args.devices), ("--device", args.device),
+                        ("--suite", args.suite)):
+        if given is not None:
+            raise UsageError(f"{flag} is not for --model {args.model}: its microbenchmarks "
+                             "run on the first CUDA device (CUDA_VISIBLE_DEVICES picks "
+                             "another)")
+    folder = Path(args.db or Path("kernelcast-data") / f"{args.model}-microbenchmarks")
+    model, path = calibrate_criteria(folder, args.profile, params=_params(args),
+                                     progress=sys.stdout)
+    print(f"profile written to {path}: {model.name} model, "
+          f"{model.provenance_['cases']} microbenchmarks in {folder}")
     return 0
 
 
@@ -166,7 +180,7 @@ def _calibrate_devices(args) -> int:
     if args.db or args.profile:
         raise UsageError("--devices writes a store and a profile per device, named after "
                          "it: not with --db or --profile")
-    params = model_params(args)
+    params = _params(args)
     devices = spread_devices(find_device(args.device, args.backend), count)
     done = calibrate_devices(devices, args.backend, suite=args.suite, model=args.model,
                              params=params, wait=getattr(args, "wait", 0.0),
@@ -198,7 +212,7 @@ def fit(args) -> int:
     from kernelcast.workflow import fit_store
 
     model = fit_store(args.db, args.model, args.suite, profile_path=args.profile,
-                      progress=sys.stderr, **model_params(args))
+                      progress=sys.stderr, **_params(args))
     model.progress = None
     _print_fit(model, save_profile(model, args.profile))
     return 0

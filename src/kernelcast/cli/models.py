@@ -6,25 +6,19 @@ import json
 import sys
 import time
 
-from kernelcast.cli.args import sizes
+from kernelcast.frontends.arguments import sizes
 from kernelcast.errors import KernelcastError, UsageError
-from kernelcast.cli.measuring import model_params
-
-
-#: the models made from ``--hardware`` alone, without a profile
-HARDWARE_MODELS = ("hong-kim", "hong-kim-facts")
+from kernelcast.cli.model_flags import model_params
 
 
 def _model(args):
     """The model of ``--profile`` (predict: or of the profile of ``--model`` that
-    ``--device`` names, which becomes ``args.profile``), or one made from ``--model`` (and
-    ``--hardware``)."""
-    from kernelcast.models import HongKimModel, get_model
+    ``--device`` names, which becomes ``args.profile``), with the parameters given at
+    prediction time; or one made from ``--model``'s parameters where the model needs no
+    profile (its hardware)."""
+    from kernelcast.models import get_model, model_class
     from kernelcast.profile import load_profile, named_like
 
-    per_thread = getattr(args, "registers_per_thread", None)
-    if per_thread is not None and "hong-kim" not in (args.model, None):
-        raise UsageError("--registers-per-thread is for the hong-kim model")
     device = getattr(args, "device", None) if args.command == "predict" else None
     if device is not None and not args.profile:
         opencl = str(getattr(args, "kernel", "")).endswith(".cl")
@@ -38,31 +32,17 @@ def _model(args):
             raise UsageError(f"{args.profile} is a profile of {model.provenance_['device']}, "
                              f"not of a device named like {device!r}; drop --device or "
                              "give that device's profile")
-        if getattr(args, "hardware", None) and model.name not in HARDWARE_MODELS:
-            raise UsageError("--hardware is for --model hong-kim or hong-kim-facts; the "
-                             "fitted models take a --profile")
-        for flag, given in (("--hardware", getattr(args, "hardware", None)),
-                            ("--registers", getattr(args, "registers", None))):
-            if given:
-                raise UsageError(f"{flag} is for --model hong-kim without --profile; the "
-                                 "profile holds its own hardware and registers")
-        if per_thread is not None:
-            if model.name != "hong-kim":
-                raise UsageError(f"--registers-per-thread is for the hong-kim model; the "
-                                 f"profile holds the {model.name} model")
-            model.registers_per_thread = per_thread
+        for key, value in model_params(args, model.name, with_profile=True).items():
+            setattr(model, key, value)
         return model
-    if args.model == "hong-kim":
-        if not args.hardware:
-            raise UsageError("--model hong-kim needs --hardware (a GPU name such as h100, "
-                             "or a JSON file) or a --profile")
-        return HongKimModel(hardware=args.hardware, registers_per_thread=per_thread).fit()
-    if args.model == "hong-kim-facts":
-        if not args.hardware:
-            raise UsageError("--model hong-kim-facts needs --hardware (h100, h200 or a JSON "
-                             "file) or a --profile")
-        return get_model("hong-kim-facts", hardware=args.hardware).fit()
     name = args.model or "paper"
+    params = model_params(args, name)
+    cls = model_class(name)
+    if cls.from_hardware:
+        if not params.get("hardware"):
+            raise UsageError(f"--model {name} needs --hardware "
+                             f"({cls.parameter('hardware').describe()}) or a --profile")
+        return get_model(name, **params).fit()
     if args.command == "predict":
         from kernelcast.profile import find_profiles
 
@@ -134,17 +114,15 @@ def _no_profile(model: str, device: str) -> str:
 
 
 def _committed_store(model: str, device: str):
-    """The committed measurements *model* is fitted from for *device*: the poppl-herz
-    store data/<gpu>/poppl-herz.sqlite.xz beside a device.json naming it (in the current
-    folder or the source checkout); None for another model or device."""
+    """The committed measurements *model* is fitted from for *device*: the store named
+    after the model, data/<gpu>/<model>.sqlite.xz, beside a device.json naming the device
+    (in the current folder or the source checkout); None where there is none."""
     from kernelcast.frontends.files import read_json_file
     from kernelcast.profile import named_like, profile_folders
 
-    if model != "poppl-herz":
-        return None
     for root in [f.parent for f in profile_folders() if f.parts[-2:] == ("data", "profiles")]:
         for info in sorted(root.glob("*/device.json")):
-            store = info.parent / "poppl-herz.sqlite.xz"
+            store = info.parent / f"{model}.sqlite.xz"
             try:
                 named = read_json_file(info, "device description").get("device", "")
             except (KernelcastError, AttributeError):
@@ -184,8 +162,11 @@ def _opencl_flags(args) -> bool:
             raise UsageError(f"{cl_flags[0]} is for a .cl kernel")
         if not args.param:
             raise UsageError("the kernel's sizes are needed: --param NAME=SIZE ...")
-        if args.model == "poppl-herz":
-            raise UsageError("the poppl-herz model predicts OpenCL source: give a .cl file")
+        from kernelcast.models import model_class
+
+        if args.model and model_class(args.model).workload == "opencl":
+            raise UsageError(f"the {args.model} model predicts OpenCL source: give a .cl "
+                             "file")
     return opencl
 
 
@@ -211,7 +192,7 @@ def opencl_counts(args):
     """(KernelCounts, local size) of the .cl kernel the flags launch."""
     from pathlib import Path
 
-    from kernelcast.cli.args import line_statistics, scalar_arguments
+    from kernelcast.frontends.arguments import line_statistics, scalar_arguments
     from kernelcast.frontends.files import check_regular_file
     from kernelcast.frontends.opencl import count_kernel
 
@@ -273,7 +254,7 @@ def _print_found(args) -> None:
 
 def _opencl_properties(args, model):
     """The paper properties of a .cl kernel at its launch, for a Loopy-kernel model."""
-    from kernelcast.cli.args import array_sizes, scalar_arguments
+    from kernelcast.frontends.arguments import array_sizes, scalar_arguments
     from kernelcast.properties.opencl import opencl_properties
 
     if args.bytes_in or args.bytes_out:
@@ -378,7 +359,7 @@ def evaluate(args) -> int:
         model = _model(args)
     elif args.db and args.model and args.model != "all":
         model = fit_store(args.db, args.model, args.fit_suite, cache,
-                          **model_params(args))
+                          **model_params(args, args.model))
     else:
         raise UsageError("give --profile, or --db with --model NAME")
     if model.workload == "variant":

@@ -26,7 +26,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from kernelcast.cli.args import integer, pairs, positive_int
+from kernelcast.frontends.arguments import integer, pairs
+from kernelcast.cli.args import positive_int
 from kernelcast.errors import KernelcastError, UsageError
 
 _WIDTH = 100  # columns, as kernelcast.report's tables

@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from kernelcast.cli.args import integer, sizes, statistics
+from kernelcast.frontends.arguments import integer, sizes, statistics
 from kernelcast.cli.spread import (
     cluster_args,
     cluster_context,

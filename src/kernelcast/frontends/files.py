@@ -279,3 +279,17 @@ def read_toml_file(path, what: str) -> dict:
         raise UsageError(f"{path}: not a TOML {what}: nested too deeply") from None
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"{path}: not a TOML {what}: {err}") from None
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, with its article, for messages: "null", "a list", "a number
+    (5)", "a string ('x')"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return "a list" if isinstance(value, list) else "an object"

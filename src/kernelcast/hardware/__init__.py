@@ -73,7 +73,7 @@ class Hardware:
     dram_peak_bandwidth: float | None = None  # bytes per second DRAM can move at most
     issue_per_sm_cycle: float | None = None  # warp instructions an SM issues per cycle
     # cycles of one dependent 8-byte load that hits L1, hits L2, reaches DRAM (measured
-    # by pointer chasing, kernelcast.models.criteria.microbenchmarks)
+    # by pointer chasing, kernelcast.suites.criteria_microbenchmarks)
     l1_latency_cycles: float | None = None
     l2_latency_cycles: float | None = None
     dram_latency_cycles: float | None = None

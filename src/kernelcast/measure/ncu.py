@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from kernelcast.errors import KernelcastError, UsageError
+from kernelcast.frontends.arguments import sizes
 
 
 def _prepared(spec: str, params: dict):
@@ -83,22 +84,10 @@ def profile_kernel(spec: str, params: dict, ncu: str = "ncu", on_start=None) -> 
     return launches
 
 
-def _sizes(items) -> dict:
-    """NAME=SIZE arguments as {NAME: SIZE}."""
-    sizes = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        try:
-            sizes[name.strip()] = int(value)
-        except ValueError:
-            raise UsageError(f"{item!r} is not NAME=SIZE with an integer SIZE") from None
-    return sizes
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        launch_once(argv[0], _sizes(argv[1:]))
+        launch_once(argv[0], sizes(argv[1:], "NAME=SIZE"))
     except (KernelcastError, IndexError) as err:
         print(f"kernelcast: {err or 'usage: ncu.py FILE.py:FACTORY NAME=SIZE ...'}",
               file=sys.stderr)

@@ -17,13 +17,14 @@ workload from those counters, kernelcast.models.hong_kim.facts). ``get_model(nam
 ``model_names()`` lists the kernel models fitted from suites, ``model_names("skeleton")``
 the skeleton ones, ``model_names("variant")`` the learned ones.
 
-Public names: Model, WeightedModel, model_names, get_model, model_class, register,
+Public names: Model, WeightedModel, Parameter, model_names, workloads, get_model, model_class, register,
 FactsModel, GrophecyModel, HongKimFactsModel, LearnedModel, LearnedFactsModel,
 PopplHerzModel, CriteriaModel.
 """
 # ruff: noqa: I001  (registration order, not alphabetical)
 
-from kernelcast.models.base import Model, WeightedModel, get_model, model_class, model_names, register
+from kernelcast.models.base import (Model, Parameter, WeightedModel, get_model, model_class, model_names,
+                                    register, workloads)
 # registration order is the order of every side-by-side table
 from kernelcast.models.paper import PaperModel
 from kernelcast.models.extended import ExtendedModel, FactsModel
@@ -36,4 +37,5 @@ from kernelcast.models.poppl_herz import PopplHerzModel
 from kernelcast.models.criteria.model import CriteriaModel
 
 __all__ = ["CriteriaModel", "ExtendedModel", "FactsModel", "GrophecyModel", "HongKimFactsModel", "HongKimModel", "LearnedFactsModel", "LearnedModel", "Model", "PaperModel",
-           "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register"]
+           "Parameter", "PopplHerzModel", "WeightedModel", "get_model", "model_class", "model_names", "register",
+           "workloads"]

@@ -10,24 +10,34 @@ extracted Properties) at the given sizes; ``explain`` returns named parts, in se
 that sum to the prediction; ``fitted_state()`` and ``restore(state)`` are what a profile
 keeps (kernelcast.profile writes and reads them as versioned JSON).
 
+A model declares its keyword arguments once, in ``parameters`` (Parameter: name, kind,
+help), as kernel_tuner's strategies declare their options: the command line's flags
+(kernelcast.cli.model_flags), a profile's validation (kernelcast.profile) and the table
+of ``kernelcast models`` come from them, and ``fit`` checks the values before it fits.
+
 ``WeightedModel`` is the common ground of the fitted models whose prediction is built
 from weights times counts (paper, extended).
 
-Public names: Model, WeightedModel, register, model_class, model_names, get_model,
-as_properties.
+Public names: Model, WeightedModel, Parameter, register, model_class, model_names,
+get_model, workloads, as_properties.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
+import os
 import warnings
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from kernelcast.errors import KernelcastError, NotFittedError, UncountedWarning
+from kernelcast.frontends.files import json_kind
 
 _REGISTRY: dict[str, type[Model]] = {}
 
@@ -40,9 +50,16 @@ def register(cls: type[Model]) -> type[Model]:
 
 def model_names(workload: str = "kernel") -> tuple[str, ...]:
     """The registered names, in registration order, of the models that predict
-    *workload*: "kernel" (Loopy kernels and their properties, the models fitted and
-    evaluated on measurements) or "skeleton" (GROPHECY's code skeletons)."""
+    *workload* (``workloads()``): "kernel" (Loopy kernels and their properties, the models
+    fitted and evaluated on measurements), "skeleton" (GROPHECY's code skeletons),
+    "variant" (a kernel's variants, for tuning), "opencl" (OpenCL source) or "profile"
+    (an Nsight Compute profile of an application)."""
     return tuple(n for n, cls in _REGISTRY.items() if cls.workload == workload)
+
+
+def workloads() -> tuple[str, ...]:
+    """What the registered models predict, in registration order."""
+    return tuple(dict.fromkeys(cls.workload for cls in _REGISTRY.values()))
 
 
 def model_class(name: str) -> type[Model]:
@@ -65,14 +82,143 @@ def as_properties(workload):
     return workload if isinstance(workload, Properties) else extract_properties(workload)
 
 
+# {{{ declared parameters
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+#: what a parameter's values may be: kind -> (test, what it should be)
+KINDS = {
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "number": (_is_number, "a finite number"),
+    "count": (_is_count, "a positive integer"),
+    "optional count": (lambda v: v is None or _is_count(v), "a positive integer or null"),
+    "sizes": (lambda v: isinstance(v, list | tuple) and bool(v) and all(map(_is_count, v)),
+              "a non-empty list of positive integers"),
+    "file": (lambda v: v is None or isinstance(v, str | os.PathLike), "a file name or null"),
+    "hardware": (lambda v: v is None or isinstance(v, str | os.PathLike),
+                 "a packaged GPU name, a JSON file or null"),
+}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A keyword argument of a model. *kind* is a key of KINDS; a "number" lies in
+    [*low*, *high*] (above *low* where *open_low*). *file* kinds ("file", "hardware")
+    name files that a profile keeps relative to its own folder. *at_predict*: also given
+    when predicting with a fitted profile, overriding the profile's value."""
+
+    name: str
+    kind: str
+    help: str
+    metavar: str = ""
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    at_predict: bool = False
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown parameter kind {self.kind!r}")
+
+    @property
+    def flag(self) -> str:
+        """The command line's flag for it."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def names_file(self) -> bool:
+        return self.kind in ("file", "hardware")
+
+    def describe(self) -> str:
+        """What values it takes, in words."""
+        if self.kind != "number" or (self.low is None and self.high is None):
+            return KINDS[self.kind][1]
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'above' if self.open_low else 'at least'} {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"at most {self.high:g}")
+        return "a number " + " and ".join(bounds)
+
+    def problem(self, value) -> str | None:
+        """Why *value* is not one of its values; None when it is."""
+        test, _ = KINDS[self.kind]
+        if not test(value):
+            return f"{value!r} is not {self.describe()}"
+        if self.kind == "number":
+            if self.low is not None and (value <= self.low if self.open_low
+                                         else value < self.low):
+                return f"{value!r} is not {self.describe()}"
+            if self.high is not None and value > self.high:
+                return f"{value!r} is not {self.describe()}"
+        return None
+
+
+def _checking_params(fit):
+    """*fit* preceded by the check of the model's parameters."""
+    @functools.wraps(fit)
+    def checked(self, *args, **kwargs):
+        self.check_params()
+        return fit(self, *args, **kwargs)
+    checked.checks_params = True
+    return checked
+
+# }}}
+
+
 class Model(ABC):
     """A performance model; see the module docstring."""
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""  # one line, for help texts
-    workload: ClassVar[str] = "kernel"  # what predict takes: "kernel" or "skeleton"
+    #: what predict takes (``model_names``): "kernel", "skeleton", "variant", "opencl"
+    #: or "profile"
+    workload: ClassVar[str] = "kernel"
+    #: the keyword arguments of its constructor, declared
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    #: made from its hardware parameter alone (``fit()`` without a dataset), so it
+    #: predicts without a profile
+    from_hardware: ClassVar[bool] = False
+    #: what its fit takes: "suites" (a Dataset of a measurement store's suites) or
+    #: "microbenchmarks" (kernelcast.fitting.microbenchmarks: a microbenchmark document)
+    fitted_from: ClassVar[str] = "suites"
+    #: the model names of format-1 profiles it reads (None: one that names no model)
+    format_1_names: ClassVar[tuple] = ()
     #: where a fit that computes for minutes says how far it got (a stream; None: silent)
     progress = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "checks_params", False) \
+                and not getattr(fit, "__isabstractmethod__", False):
+            cls.fit = _checking_params(fit)
+
+    @classmethod
+    def from_format_1(cls, doc: dict) -> tuple[dict, dict]:
+        """The parameters and state of *doc*, a format-1 profile of this model."""
+        raise KernelcastError(f"the {cls.name} model has no format-1 profiles")
+
+    @classmethod
+    def parameter(cls, name: str) -> Parameter | None:
+        """The declared parameter *name*; None when it has none of that name."""
+        return next((p for p in cls.parameters if p.name == name), None)
+
+    def check_params(self) -> None:
+        """Refuse, with a KernelcastError naming it, a parameter whose value is not one of
+        its declared values."""
+        for parameter in self.parameters:
+            problem = parameter.problem(getattr(self, parameter.name))
+            if problem:
+                raise KernelcastError(f"the {self.name} model's {parameter.name}: "
+                                      f"{problem}")
 
     def get_params(self) -> dict:
         """The keyword arguments the model was made with."""
@@ -97,6 +243,7 @@ class Model(ABC):
     def check_before_measuring(self, device: str) -> None:
         """Raise a KernelcastError now if this model could not be fitted to measurements
         of *device* (a device name), so that a calibration fails before it measures."""
+        self.check_params()
 
     @property
     def is_fitted(self) -> bool:
@@ -143,6 +290,7 @@ class Model(ABC):
     def details(self, workload, params: dict) -> dict:
         """Model-specific quantities behind a prediction (regimes, bottlenecks), for
         tables; none by default."""
+        self.check_fitted()
         return {}
 
     @abstractmethod
@@ -275,7 +423,14 @@ class WeightedModel(Model):
             if name not in known:
                 raise KernelcastError(f"unknown property {name!r} for the {self.name} "
                                       "model")
-            value = entry.get("value") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict):
+                raise KernelcastError(f"weight of {name!r} is {json_kind(entry)}, not an "
+                                      "object; it is not a finite number")
+            for key in ("unit", "per"):
+                if key in entry and not isinstance(entry[key], str):
+                    raise KernelcastError(f"state.weights.{name}.{key} is "
+                                          f"{json_kind(entry[key])}, not a string")
+            value = entry.get("value")
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not np.isfinite(value):
                 raise KernelcastError(f"weight of {name!r} is not a finite number")

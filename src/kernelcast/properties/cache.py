@@ -1,5 +1,5 @@
 """An on-disk cache of extracted Properties, so that ranking many kernel variants extracts
-each distinct variant once across runs (issue 23).
+each distinct variant once across runs.
 
 An entry is one JSON file named by the SHA-256 of its key. The key holds the kernel's
 digest (Loopy's persistent hash of a canonical copy of the kernel, see ``kernel_digest``),

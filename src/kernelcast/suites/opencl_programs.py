@@ -21,7 +21,8 @@ kernelcast.measure.verify (the NaN pattern of never-written elements must match)
 ``TOLERANCE`` of the output's dtype.
 
 Public names: PROGRAMS, DIRECTORY, TOLERANCE, Launch, source, kernel_arguments,
-host_arrays, expected, launch_arguments, build, run_launch, output_errors, kernels.
+host_arrays, expected, launch_arguments, build, run_launch, measure_launch, output_errors,
+kernels.
 """
 
 from __future__ import annotations
@@ -196,6 +197,67 @@ def run_launch(launch: Launch, context, queue) -> tuple[dict, dict]:
     kernel.set_args(*(args[n].data if pointer else args[n] for n, _, pointer in order))
     cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size).wait()
     return host, {name: args[name].get() for name in launch.written}
+
+
+def measure_launch(backend, launch: Launch, text: str, runs: int, drop: int) -> dict:
+    """The status and timing fields of the store row of *launch*, its source *text*
+    compiled with the launch's options by the OpenCL *backend* (kernelcast.measure
+    .backends): run once on its inputs and compared with its NumPy reference, then timed
+    by kernelcast.measure.protocol (*runs* launches an attempt, the first *drop* left
+    out) with the backend's event timer. An output beyond TOLERANCE is a wrong answer
+    and a KernelcastError (a compile error, memory the device lacks, a failed launch)
+    the failure's status and message: neither is timed."""
+    import copy
+
+    import pyopencl as cl
+
+    from kernelcast.errors import KernelcastError
+    from kernelcast.measure import protocol
+    from kernelcast.measure.backends import LaunchError, OutOfMemory
+    from kernelcast.measure.campaign import failure_fields
+    from kernelcast.measure.launch import GeneratedKernel, KernelArgument
+
+    args = {}
+    try:
+        builder = copy.copy(backend)  # the same context and queue, this launch's options
+        builder.build_options = launch.options
+        try:
+            host, args = launch_arguments(launch, backend.queue)
+        except (cl.MemoryError, cl.RuntimeError) as err:
+            raise OutOfMemory(f"allocation failed: {err}") from None
+        order = tuple(KernelArgument(name, np.dtype(getattr(args[name], "dtype", "O")),
+                                     pointer)
+                      for name, _, pointer in kernel_arguments(text, launch.kernel))
+        grid = tuple(g // b for g, b in zip(launch.global_size, launch.local_size,
+                                            strict=True))
+        generated = GeneratedKernel(launch.kernel, "opencl", text, order, grid,
+                                    launch.local_size)
+        compiled = builder.compile(generated)
+        backend.time_launches(compiled, generated, args, {}, 1)
+        try:
+            outputs = {name: args[name].get() for name in launch.written}
+        except cl.Error as err:
+            raise LaunchError(f"reading the results failed: {err}") from None
+        errors = output_errors(launch, host, outputs)
+        wrong = {k: e for k, e in errors.items()
+                 if not e <= TOLERANCE[outputs[k].dtype.name]}
+        if wrong:
+            return {"status": "wrong_answer", "max_rel_error": max(errors.values()),
+                    "message": "relative error " + ", ".join(
+                        f"{k} {e:.3g}" for k, e in errors.items())}
+        timing = protocol.time_with_protocol(
+            lambda count: backend.time_launches(compiled, generated, args, {}, count),
+            runs=runs, drop=drop)
+    except KernelcastError as err:
+        return failure_fields(err)
+    finally:
+        for value in args.values():
+            if hasattr(value, "data"):
+                value.data.release()
+    return {"status": timing.status, "min_s": timing.min, "median_s": timing.median,
+            "times_s": list(timing.times), "dropped": timing.drop,
+            "attempts": timing.attempts, "spreads": list(timing.spreads),
+            "max_rel_error": max(errors.values(), default=0.0)}
 
 
 def kernels(launches=None) -> dict:

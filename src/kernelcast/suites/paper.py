@@ -6,7 +6,9 @@ are the set the paper used on its newest GPU (Titan X) for the measurement class
 to the paper's text.
 
 Public names: MEASUREMENT, TEST, MEASUREMENT_CPU, TEST_CPU, TEST_SUITE_OF, get_suite and
-all_suites (which also know the suites of the other modules of kernelcast.suites).
+all_suites (which also know the suites of the other modules of kernelcast.suites), and
+case_of (a suite case from a plan entry's suite, class, variant, dtype, group, p and
+params, as benchmark plans record them).
 """
 
 from __future__ import annotations
@@ -131,3 +133,13 @@ def get_suite(name: str) -> Suite:
         return suites[name]
     except KeyError:
         raise UsageError(f"unknown suite {name!r}; known: {', '.join(suites)}") from None
+
+
+def case_of(entry: dict):
+    """The suite Case a plan entry names (its keys suite, class, variant, dtype, group,
+    p and params)."""
+    from kernelcast.suites.suite import Case
+
+    suite = get_suite(entry["suite"])
+    return Case(suite.name, suite.kernel_class(entry["class"]), entry["variant"],
+                entry["dtype"], tuple(entry["group"]), entry["p"], 0, dict(entry["params"]))

@@ -1,7 +1,8 @@
 """The fine-grained model behind the Model protocol (kernelcast.models.base): fitted from a
-GPU's microbenchmarks (its characterization functions, latencies and arithmetic
-throughput, kernelcast.models.criteria.characterization), it judges a profiled
-application (kernelcast.models.criteria.criteria.Application) and predicts how long the
+GPU's microbenchmarks (kernelcast.fitting.microbenchmarks.load_microbenchmarks reads
+them) into its characterization functions, latencies and arithmetic throughput
+(kernelcast.models.criteria.characterization), it judges a profiled application
+(kernelcast.models.criteria.criteria.Application) and predicts how long the
 application could take: each launch's measured time over its overall potential speedup,
 the gaps between launches gone (§V). ``explain`` gives that time per launch;
 ``details`` the whole assessment, criteria included. A profile keeps the
@@ -12,12 +13,9 @@ Public names: CriteriaModel.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from kernelcast.errors import KernelcastError, ProfileError
-from kernelcast.frontends.files import check_regular_file
-from kernelcast.models.base import Model, register
+from kernelcast.fitting.microbenchmarks import Microbenchmarks
+from kernelcast.models.base import Model, Parameter, register
 from kernelcast.models.criteria.characterization import DeviceCharacterization, characterize
 from kernelcast.models.criteria.criteria import (
     MEMTHR_SATURATED,
@@ -26,8 +24,6 @@ from kernelcast.models.criteria.criteria import (
     assess,
     check_saturation,
 )
-
-SUITE = "criteria-microbenchmarks"
 
 
 @register
@@ -40,41 +36,36 @@ class CriteriaModel(Model):
                "from an Nsight Compute profile, weighted by microbenchmarked functions")
     workload = "profile"
 
+    fitted_from = "microbenchmarks"
+    parameters = (Parameter("saturation", "number", "MEMTHR at or above which the "
+                            "THROUGHPUT/OCCUPANCY criterion counts it as saturated "
+                            f"(default {MEMTHR_SATURATED:g})", metavar="X", low=0, high=1,
+                            open_low=True),)
+
     def __init__(self, *, saturation: float = MEMTHR_SATURATED):
         self.saturation = saturation
 
-    def fit(self, measurements) -> CriteriaModel:
-        """Fit to a microbenchmark document (what benchmarks/criteria_microbenchmarks.py
-        measure writes), given as a dict or the path of its JSON file."""
+    def fit(self, dataset: Microbenchmarks) -> CriteriaModel:
+        """Fit to a GPU's microbenchmarks (*dataset*: what
+        kernelcast.fitting.microbenchmarks.load_microbenchmarks reads); *saturation* is
+        checked here, before anything is fitted."""
         try:
             check_saturation(self.saturation)
         except ValueError as err:
             raise KernelcastError(str(err)) from None
-        store = ""
-        if isinstance(measurements, str | Path):
-            store = str(measurements)
-            check_regular_file(store, "microbenchmark document")  # a FIFO would block
-            try:
-                measurements = json.loads(Path(measurements).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as err:
-                raise KernelcastError(f"{store}: not a microbenchmark document: {err}") \
-                    from None
-        if not isinstance(measurements, dict) or "records" not in measurements:
-            raise KernelcastError("the criteria model is fitted from the microbenchmarks "
-                                  "of benchmarks/criteria_microbenchmarks.py measure")
+        if not isinstance(dataset, Microbenchmarks):
+            raise KernelcastError("the criteria model is fitted from a GPU's "
+                                  "microbenchmarks (kernelcast.fitting.microbenchmarks."
+                                  f"load_microbenchmarks), not a {type(dataset).__name__}")
         try:
-            self.device_ = characterize(measurements)
+            self.device_ = characterize(dataset.document)
         except (KeyError, ValueError) as err:
             raise KernelcastError(f"the microbenchmarks cannot characterize the GPU: "
                                   f"{err}") from None
-        driver = str(measurements.get("nvidia_smi", "")).split(",")[0].strip()
-        self.provenance_ = {"device": measurements["device"], "driver": driver,
-                            "backend": "cuda", "compute_units": measurements.get("sms"),
-                            "suite": SUITE, "store": store, "suites": [SUITE],
-                            "cases": len(measurements["records"])}
+        self.provenance_ = dataset.provenance()
         self.fit_report_ = {"criterion": "sampling, quantization (median block of the "
                             "fastest run) and monotone cubic interpolation", "solver": [],
-                            "measured": measurements.get("date", "")}
+                            "measured": dataset.document.get("date", "")}
         return self
 
     def _application(self, workload) -> Application:

@@ -8,18 +8,17 @@ with non-negative weights in log space at the dataset's timing noise.
 ``FactsModel`` (``facts``) is the same model on the hardware facts
 (kernelcast.models.extended.facts).
 
-Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check.
+Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check, loopy_kernel.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import time
 
 import numpy as np
 
-from kernelcast.errors import KernelcastError, UsageError
+from kernelcast.errors import KernelcastError
 from kernelcast.fitting.overlap import (
     ITEMS_PER_UNIT_GRID,
     OverlapModel,
@@ -30,7 +29,7 @@ from kernelcast.fitting.overlap import (
     waves,
 )
 from kernelcast.metrics import geometric_mean, relative_errors
-from kernelcast.models.base import WeightedModel, register
+from kernelcast.models.base import Parameter, WeightedModel, register
 from kernelcast.models.extended.facts import (
     COUNTERS,
     FACTS_UNITS,
@@ -58,14 +57,30 @@ class ExtendedModel(WeightedModel):
     summary = ("the paper's properties plus data volume, bank conflicts and "
                "per-work-item terms overlapping the totals (GPUs)")
 
+    parameters = (
+        Parameter("q", "number", "the overlap exponent: 1 adds the per-work-item terms to "
+                  f"the totals, as the paper does (default {OVERLAP_Q:g}; beyond {MAX_Q}, "
+                  "t**q of a time in seconds underflows)", metavar="Q", low=1, high=MAX_Q),
+        Parameter("items_per_unit", "sizes", "the grid of resident work-items per compute "
+                  "unit the device's value is fitted over", metavar="N"),
+    )
+
+    format_1_names = ("extended", "kernelcast")  # kernelcast 0.1 named it after itself
+
+    @classmethod
+    def from_format_1(cls, doc: dict) -> tuple[dict, dict]:
+        """Format 1 kept the exponent q as "overlap" (default 1: the paper's sum)."""
+        q = doc.get("overlap", 1.0)
+        if cls.parameters[0].problem(q):
+            raise KernelcastError(f"overlap {q!r} is not an exponent of at least 1 and at "
+                                  f"most {MAX_Q}")
+        return {"q": float(q)}, {"weights": doc.get("weights"),
+                                 "resident_items": doc.get("resident_items")}
+
     def __init__(self, *, q: float = OVERLAP_Q,
                  items_per_unit: tuple[int, ...] = ITEMS_PER_UNIT_GRID):
-        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 1 <= q <= MAX_Q:
-            raise UsageError(f"the overlap exponent q must be a number of at least 1 and at "
-                             f"most {MAX_Q} (beyond it, t**q of a time in seconds "
-                             f"underflows), got {q!r}")
         self.q = q
-        self.items_per_unit = tuple(items_per_unit)
+        self.items_per_unit = items_per_unit
 
     @classmethod
     def fit_suites(cls, suite: str) -> tuple[str, ...]:
@@ -100,12 +115,11 @@ class ExtendedModel(WeightedModel):
         return parts
 
     def fit(self, dataset) -> ExtendedModel:
-        self._check_q()
         X = self.design_matrix(dataset)
         y = dataset.seconds
         units = dataset.identity.get("compute_units")
         fit = OverlapModel(self.q, dataset.noise, units,
-                           items_per_unit=self.items_per_unit).fit(X, y)
+                           items_per_unit=tuple(self.items_per_unit)).fit(X, y)
         self.weights_ = {n: float(w) for n, w in zip(X.columns, fit.coef_, strict=True)
                          if term_group(n) != "context"}
         self.resident_items_ = (None if fit.resident_items_ is None
@@ -124,17 +138,7 @@ class ExtendedModel(WeightedModel):
     def fitted_state(self) -> dict:
         return {**super().fitted_state(), "resident_items": self.resident_items_}
 
-    def check_before_measuring(self, device: str) -> None:
-        self._check_q()
-
-    def _check_q(self) -> None:
-        q = self.q
-        if isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) \
-                or q < 1:
-            raise KernelcastError(f"q {q!r} is not an overlap exponent of at least 1")
-
     def restore(self, state: dict) -> None:
-        self._check_q()
         super().restore(state)
         resident = state.get("resident_items")
         if resident is not None and (isinstance(resident, bool)
@@ -157,6 +161,9 @@ class FactsModel(ExtendedModel):
     needs_kernel = True  # predicts from the Loopy kernel, not from its properties
     summary = ("the extended model on the hardware facts: predicted DRAM, L2, L1 and "
                "shared traffic, SASS instructions by pipe and occupancy (NVIDIA GPUs)")
+
+    parameters = ExtendedModel.parameters[:1]
+    format_1_names = ()
 
     def __init__(self, *, q: float = OVERLAP_Q):
         super().__init__(q=q, items_per_unit=ITEMS_PER_UNIT_GRID)
@@ -251,7 +258,6 @@ class FactsModel(ExtendedModel):
                       flush=True)
 
     def fit(self, dataset) -> FactsModel:
-        self._check_q()
         hw = self._hardware(dataset.identity["device"])
         self._compute_summaries(dataset, hw)
         X = self.design_matrix(dataset)
@@ -287,7 +293,7 @@ class FactsModel(ExtendedModel):
 
     def values(self, workload, params: dict) -> dict[str, float]:
         self.check_fitted()
-        return self.kernel_features(_loopy_kernel(workload), params)
+        return self.kernel_features(loopy_kernel(workload), params)
 
     def counter_of(self, name: str) -> str | None:
         if name.startswith("item_"):
@@ -297,7 +303,7 @@ class FactsModel(ExtendedModel):
         return COUNTERS.get(name)
 
     def check_before_measuring(self, device: str) -> None:
-        self._check_q()
+        super().check_before_measuring(device)
         peaks(self._hardware(device))
 
     def fitted_state(self) -> dict:
@@ -359,12 +365,19 @@ def _kernel_name(knl) -> str:
     return "code:" + hashlib.sha256(launch.encode()).hexdigest()[:20]
 
 
-def _loopy_kernel(workload):
+def loopy_kernel(workload, model: str = "facts"):
+    """*workload* where it is a Loopy kernel, which the models on the hardware facts
+    compile; a one-line KernelcastError naming *model* for anything else."""
+    import loopy as lp
+
     from kernelcast.properties import Properties
 
     if isinstance(workload, Properties):
-        raise KernelcastError("the facts model predicts from a Loopy kernel, which it "
+        raise KernelcastError(f"the {model} model predicts from a Loopy kernel, which it "
                               "compiles, not from its properties")
+    if not isinstance(workload, lp.TranslationUnit | lp.LoopKernel):
+        raise KernelcastError(f"the {model} model predicts a Loopy kernel, not "
+                              f"{type(workload).__name__} {str(workload)[:60]!r}")
     return workload
 
 

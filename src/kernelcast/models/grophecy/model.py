@@ -15,13 +15,14 @@ Public names: GrophecyModel.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, UsageError
 from kernelcast.frontends.skeleton import load_skeleton
 from kernelcast.frontends.skeleton.ir import Skeleton
-from kernelcast.models.base import Model, register
+from kernelcast.models.base import Model, Parameter, register
 from kernelcast.models.grophecy.characterize import Characterizer
 from kernelcast.models.grophecy.layouts import Layout
 from kernelcast.models.grophecy.search import (
@@ -42,6 +43,14 @@ class GrophecyModel(Model):
     name = "grophecy"
     summary = "GROPHECY: the best code layout of a skeleton, projected through Hong–Kim"
     workload = "skeleton"
+
+    from_hardware = True
+    parameters = (
+        Parameter("hardware", "hardware", "the GPU: a packaged name (h100, h200, fx5600, "
+                  "c1060) or a hardware JSON file", metavar="NAME|FILE"),
+        Parameter("hints", "file", "a TOML file narrowing the layout search: block, fold, "
+                  "stage, cache, unroll (docs/cli.md)", metavar="FILE"),
+    )
 
     def __init__(self, *, hardware: str | None = None, hints: str | None = None):
         self.hardware = hardware
@@ -73,7 +82,13 @@ class GrophecyModel(Model):
         if isinstance(workload, tuple) and len(workload) == 2 and isinstance(workload[1],
                                                                              Layout):
             workload, layout = workload
-        defines = {str(k): int(v) for k, v in (params or {}).items()}
+        defines = {}
+        for key, value in (params or {}).items():  # the skeleton's macros: integers
+            # NumPy's integers too; never a float or text, which int() would truncate or read
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise UsageError(f"GROPHECY's params set the skeleton's macros, which are "
+                                 f"integers: {key} is {value!r:.40}")
+            defines[str(key)] = int(value)
         if isinstance(workload, str | Path):
             return load_skeleton(workload, defines=defines or None), layout
         if isinstance(workload, Skeleton):

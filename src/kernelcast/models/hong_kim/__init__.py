@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from kernelcast.errors import KernelcastError
+from kernelcast.frontends.files import json_kind
 from kernelcast.hardware import (
     Hardware,
     hardware_for_device,
@@ -28,7 +29,7 @@ from kernelcast.hardware import (
     load_hardware,
     load_registers,
 )
-from kernelcast.models.base import Model, as_properties, register
+from kernelcast.models.base import Model, Parameter, as_properties, register
 from kernelcast.models.hong_kim.equations import Estimate, Workload, estimate
 from kernelcast.models.hong_kim.inputs import workload
 
@@ -51,6 +52,19 @@ class HongKimModel(Model):
     name = "hong-kim"
     summary = "Hong & Kim's analytical MWP/CWP model on measured hardware parameters"
 
+    from_hardware = True
+    parameters = (
+        Parameter("hardware", "hardware", "the GPU: a packaged name (h100, h200, fx5600, "
+                  "c1060) or a hardware JSON file (default: the measured device's)",
+                  metavar="NAME|FILE"),
+        Parameter("registers", "file", "registers per thread of each kernel, by kernel "
+                  "name, as the device's compiler reported them (a JSON file: "
+                  "data/<gpu>/registers.json)", metavar="FILE"),
+        Parameter("registers_per_thread", "optional count", "registers per thread of a kernel the "
+                  "registers file does not list, as the compiler reports them (they limit "
+                  "the blocks an SM holds)", metavar="N", at_predict=True),
+    )
+
     def __init__(self, *, hardware: str | None = None, registers: str | None = None,
                  registers_per_thread: int | None = None):
         self.hardware = hardware
@@ -58,6 +72,7 @@ class HongKimModel(Model):
         self.registers_per_thread = registers_per_thread
 
     def check_before_measuring(self, device: str) -> None:
+        super().check_before_measuring(device)
         if self.hardware is not None:
             load_hardware(self.hardware)
         else:
@@ -128,4 +143,11 @@ class HongKimModel(Model):
         if not isinstance(hw, dict):
             raise KernelcastError("the profile has no hardware description")
         self.hardware_ = hardware_from_dict(hw, "state.hardware")
-        self.registers_ = {str(k): int(v) for k, v in state.get("registers", {}).items()}
+        registers = state.get("registers", {})
+        if not isinstance(registers, dict):
+            raise KernelcastError(f"state.registers is {json_kind(registers)}, not an object")
+        for kernel, count in registers.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise KernelcastError(f"state.registers.{kernel} is {json_kind(count)}, "
+                                      "not a non-negative integer")
+        self.registers_ = dict(registers)

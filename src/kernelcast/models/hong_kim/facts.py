@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from kernelcast.errors import KernelcastError
 from kernelcast.hardware import Hardware
-from kernelcast.models.base import register
+from kernelcast.models.base import Parameter, register
 from kernelcast.models.extended.facts import MEMORY_UNITS
 from kernelcast.models.hong_kim import HongKimModel
 from kernelcast.models.hong_kim.equations import Workload, estimate
@@ -101,6 +101,10 @@ class HongKimFactsModel(HongKimModel):
     summary = ("Hong & Kim's MWP/CWP model on the hardware facts: warp requests and "
                "sectors, SASS instructions, registers, and latency by cache level")
 
+    parameters = (Parameter("hardware", "hardware", "the GPU: h100, h200 or a hardware "
+                            "JSON file (default: the measured device's)",
+                            metavar="NAME|FILE"),)
+
     def __init__(self, *, hardware: str | None = None):
         super().__init__(hardware=hardware)
 
@@ -126,13 +130,11 @@ class HongKimFactsModel(HongKimModel):
                                      hw)
 
     def _estimate_of(self, knl, params: dict, registers: int | None = None):
-        from kernelcast.models.extended import _kernel_name
-        from kernelcast.properties import Properties, cached_properties
+        from kernelcast.models.extended import _kernel_name, loopy_kernel
+        from kernelcast.properties import cached_properties
 
         self.check_fitted()
-        if isinstance(knl, Properties):
-            raise KernelcastError("the Hong–Kim model on the facts predicts from a Loopy "
-                                  "kernel, which it compiles, not from its properties")
+        knl = loopy_kernel(knl, self.name)
         wl, hw = self._launch(_kernel_name(knl), lambda: knl, cached_properties(knl),
                               params)
         return estimate(hw, wl)

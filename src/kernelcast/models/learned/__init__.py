@@ -41,7 +41,7 @@ import numpy as np
 
 from kernelcast.errors import ExtrapolationWarning, KernelcastError, ProfileError
 from kernelcast.metrics import geometric_mean, relative_errors
-from kernelcast.models.base import Model, as_properties, register
+from kernelcast.models.base import Model, Parameter, as_properties, register
 from kernelcast.models.learned.booster import checksum, quiet_native, vet
 from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES
 
@@ -151,6 +151,9 @@ class LearnedModel(Model):
     per = "byte moved"  # what the trees predict the log of seconds per
     tree_params = TREE_PARAMS
 
+    parameters = (Parameter("rounds", "count", f"boosting rounds (default {ROUNDS})",
+                            metavar="N"),)
+
     def __init__(self, *, rounds: int = ROUNDS):
         self.rounds = rounds
 
@@ -203,6 +206,8 @@ class LearnedModel(Model):
         self.fit_report_ = {
             "criterion": f"LightGBM regression of log(seconds per {self.per}), "
                          f"{self.rounds} rounds",
+            # boosting runs its rounds to the end: no solver whose convergence could fail
+            "solver": [],
             "families": sorted(set(dataset.info.kernel_class)),
             "training_geomean_rel_error": geometric_mean(errors),
             "training_max_rel_error": float(errors.max())}

@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from kernelcast.errors import ExtrapolationWarning, KernelcastError
-from kernelcast.models.base import register
+from kernelcast.models.base import Parameter, register
 from kernelcast.models.extended.facts import (
     SummaryCache,
     floor_seconds,
@@ -144,6 +144,9 @@ class LearnedFactsModel(LearnedModel):
     per = "second of the launch's floor at the device's peaks"
     tree_params = FACT_TREE_PARAMS
 
+    parameters = (Parameter("rounds", "count", f"boosting rounds (default {FACT_ROUNDS})",
+                            metavar="N"),)
+
     def __init__(self, *, rounds: int = FACT_ROUNDS):
         super().__init__(rounds=rounds)
 
@@ -171,9 +174,14 @@ class LearnedFactsModel(LearnedModel):
         return np.array([f[n] for n in self.features], dtype=float), f["floor_seconds"]
 
     def _workload_row(self, workload, params) -> tuple[np.ndarray, float]:
-        from kernelcast.models.extended import _kernel_name, _loopy_kernel
+        import loopy as lp
 
-        knl = _loopy_kernel(workload)
+        from kernelcast.models.extended import _kernel_name, loopy_kernel
+
+        knl = loopy_kernel(workload, self.name)
+        if not isinstance(knl, lp.TranslationUnit):  # compiling it would fail deep inside
+            raise KernelcastError(f"the learned model on the facts predicts a Loopy kernel, "
+                                  f"which it compiles, not a {type(workload).__name__}")
         hw = self._hardware()
         return self._vector(summary_with_geometry(_kernel_name(knl), lambda: knl, params, hw),
                             hw)

@@ -8,9 +8,11 @@ Public names: PaperModel.
 
 from __future__ import annotations
 
+from kernelcast.errors import KernelcastError
 from kernelcast.fitting.linear import LinearModel
+from kernelcast.frontends.files import json_kind
 from kernelcast.metrics import geometric_mean, relative_errors
-from kernelcast.models.base import WeightedModel, register
+from kernelcast.models.base import Parameter, WeightedModel, register
 
 
 @register
@@ -20,6 +22,19 @@ class PaperModel(WeightedModel):
 
     name = "paper"
     summary = "Stevens & Klöckner's properties, relative least squares (the baseline)"
+
+    parameters = (Parameter("nonnegative", "boolean", "fit non-negative weights (the "
+                            "paper fits unconstrained ones)"),)
+
+    format_1_names = (None, "paper", "linear")
+
+    @classmethod
+    def from_format_1(cls, doc: dict) -> tuple[dict, dict]:
+        nonnegative = doc.get("fit", {}).get("nonnegative", False)
+        if not isinstance(nonnegative, bool):
+            raise KernelcastError(f"fit.nonnegative is {json_kind(nonnegative)}, not true "
+                                  "or false")
+        return {"nonnegative": nonnegative}, {"weights": doc.get("weights")}
 
     def __init__(self, *, nonnegative: bool = False):
         self.nonnegative = nonnegative

@@ -38,7 +38,7 @@ import math
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError, ProfileError
-from kernelcast.models.base import register
+from kernelcast.models.base import Parameter, register
 from kernelcast.models.poppl_herz.curves import utilization
 from kernelcast.models.poppl_herz.model import MOST_SECONDS, PopplHerzModel
 
@@ -59,6 +59,16 @@ class PopplHerzFactsModel(PopplHerzModel):
     name = "poppl-herz-facts"
     summary = ("Pöppl & Herz's model with global accesses priced by predicted L1, L2 and "
                "DRAM traffic (NVIDIA GPUs)")
+
+    parameters = (
+        PopplHerzModel.parameters[1],
+        Parameter("hardware", "hardware", "the GPU whose caches price the accesses: a "
+                  "packaged name or a hardware JSON file (default: the fitted device's)",
+                  metavar="NAME|FILE"),
+        Parameter("throughputs", "file", "a criteria microbenchmarks document whose load "
+                  "throughputs give the cache levels' cost ratios (default: the hardware's "
+                  "load latencies)", metavar="FILE"),
+    )
 
     def __init__(self, *, simd_width: int | None = None, hardware: str | None = None,
                  throughputs: str | None = None):

@@ -24,13 +24,14 @@ Public names: PopplHerzModel, OpenCLWorkload, workload_of, CALL_FAMILIES.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from kernelcast.errors import KernelcastError, ParameterError, ProfileError, UncountedWarning
-from kernelcast.models.base import Model, register
+from kernelcast.models.base import Model, Parameter, register
 from kernelcast.models.poppl_herz.curves import (
     EXPONENTS,
     Line,
@@ -84,26 +85,35 @@ class OpenCLWorkload:
 def workload_of(workload, params: dict) -> OpenCLWorkload:
     """An OpenCLWorkload from *workload* (one already, KernelCounts, OpenCL source text, or
     a suite case whose class gives its source) and *params*: ``global_size`` and
-    ``local_size`` (sequences), or for a suite case its ``n`` (the global size along each
-    dimension the kernel uses) and group size; ``bytes_in``/``bytes_out`` default to one
-    element per work-item of every global array read / written."""
-    from kernelcast.frontends.opencl import TYPE_BYTES, count_kernel
+    ``local_size`` (sequences of integers), or for a suite case ``n`` (the global size
+    along each dimension the kernel uses; default: the case's own) and its group size;
+    ``bytes_in``/``bytes_out`` default to one element per work-item of every global array
+    read / written. Sizes that are not integers are a ParameterError."""
+    from kernelcast.frontends.opencl import TYPE_BYTES, KernelCounts, count_kernel
 
     if isinstance(workload, OpenCLWorkload):
         return workload
     case = None
     if hasattr(workload, "kclass"):
         case = workload
+        if case.class_name == "transfer":  # the suite's timed copies: no kernel runs
+            raise KernelcastError(f"{case.name} is a copy between host and device, timed to "
+                                  "fit the copies' costs, not a kernel the poppl-herz "
+                                  "model predicts")
         if case.kclass.source is None:
             raise KernelcastError(f"{case.name} has no OpenCL source for the poppl-herz "
                                   "model")
         workload = case.kclass.source(case)
     counts = count_kernel(workload) if isinstance(workload, str) else workload
+    if not isinstance(counts, KernelCounts):
+        raise KernelcastError("the poppl-herz model predicts OpenCL source (its text, its "
+                              f"counts or a suite case), not a {type(workload).__name__}")
     if "global_size" in params:
-        work_items = math.prod(int(v) for v in params["global_size"])
-        group = math.prod(int(v) for v in params.get("local_size", (1,)))
+        work_items = math.prod(_sizes(params, "global_size"))
+        group = math.prod(_sizes({"local_size": (1,), **params}, "local_size"))
     elif case is not None:
-        work_items = int(case.params["n"]) ** max(counts.work_dims, 1)
+        n = _integer(params.get("n", case.params["n"]), "n")
+        work_items = n ** max(counts.work_dims, 1)
         group = math.prod(case.group_size[:max(counts.work_dims, 1)])
     else:
         raise KernelcastError("the poppl-herz model needs the global size (global_size)")
@@ -113,8 +123,8 @@ def workload_of(workload, params: dict) -> OpenCLWorkload:
                if space == "global" and direction == "write"}
     out = sum(TYPE_BYTES[t] for name, t, pointer, space, _ in counts.arguments
               if pointer and space == "global" and name in written)
-    bytes_in = int(params.get("bytes_in", work_items * (read - out)))
-    bytes_out = int(params.get("bytes_out", work_items * out))
+    bytes_in = _integer(params.get("bytes_in", work_items * (read - out)), "bytes_in")
+    bytes_out = _integer(params.get("bytes_out", work_items * out), "bytes_out")
     # OpenCL counts work-items and bytes in size_t: 64 bits
     if not 1 <= work_items <= _SIZE_T or not 1 <= group <= _SIZE_T:
         raise ParameterError(f"{counts.name}: a launch of {work_items} work-items in groups "
@@ -127,6 +137,23 @@ def workload_of(workload, params: dict) -> OpenCLWorkload:
     return OpenCLWorkload(counts, work_items, group, bytes_in, bytes_out)
 
 
+def _integer(value, name: str) -> int:
+    """*value*, a size, as an int (NumPy's integers too); anything else, a float or text
+    that int() would truncate or read among them, is a ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"{name} must be an integer, got {value!r:.40}")
+    return int(value)
+
+
+def _sizes(params: dict, name: str) -> list[int]:
+    """The integers of ``params[name]``, a global or local size: one per dimension."""
+    value = params[name]
+    if not isinstance(value, list | tuple) or not value:
+        raise ParameterError(f"{name} must be a list of integers, one per dimension, got "
+                             f"{value!r:.40}")
+    return [_integer(v, name) for v in value]
+
+
 @register
 class PopplHerzModel(Model):
     """Pöppl & Herz's model. *classes*: price global accesses by access class (the
@@ -136,6 +163,15 @@ class PopplHerzModel(Model):
     name = "poppl-herz"
     summary = "Pöppl & Herz's static model of OpenCL source from microbenchmarks"
     workload = "opencl"
+
+    parameters = (
+        Parameter("classes", "boolean", "price global accesses by access class (the "
+                  "slides' cache-aware model, the default) or all as coalesced (their "
+                  "simple model: --no-classes)"),
+        Parameter("simd_width", "optional count", "nXU, the work-items a compute unit runs at "
+                  "once (default: measured by the work-group-size benchmark)",
+                  metavar="N"),
+    )
 
     def __init__(self, *, classes: bool = True, simd_width: int | None = None):
         self.classes = classes
@@ -403,6 +439,7 @@ class PopplHerzModel(Model):
         return copies
 
     def details(self, workload, params: dict) -> dict:
+        self.check_fitted()
         load = workload_of(workload, params)
         return {"work_items": load.work_items, "group": load.group,
                 "utilization": utilization(load.group, self.simd_width_),

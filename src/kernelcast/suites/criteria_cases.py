@@ -20,9 +20,10 @@ A :class:`Case` is run by a host program (benchmarks/criteria_cases.py) as follo
 
 Sizes are parameters of the constructors (:func:`reduction_cases`, :func:`transpose_cases`,
 :func:`bfs_cases`); :func:`cases` uses the defaults, sized for an H100 (132 SMs).
+kernelcast.evaluation.criteria_cases reads the cases back as profiled on a GPU.
 
 Public names: Step, Case, cases, reduction_cases, transpose_cases, bfs_cases, launches,
-signatures, random_graph, bfs_levels, profiled, SM_COUNT, BLOCK.
+signatures, random_graph, bfs_levels, SM_COUNT, BLOCK.
 """
 
 from __future__ import annotations
@@ -527,32 +528,3 @@ def bfs_cases(n: int = BFS_VERTICES, degree: int = BFS_DEGREE, sms: int = SM_COU
 def cases() -> list[Case]:
     """Every case at its default size, in a fixed order: reduction, transpose, BFS."""
     return reduction_cases() + transpose_cases() + bfs_cases()
-
-
-def profiled(folder) -> list[tuple[dict, object]]:
-    """The profiled case versions of a GPU (what benchmarks/criteria_cases.py measure
-    wrote to *folder*: cases.json and ncu.tar.xz) as (record, Application) pairs, in the
-    order of :func:`cases`: each version's own launches (the cupy copies that set up its
-    buffers left out) with their measured times and the application's measured span."""
-    import json
-    import tarfile
-    from pathlib import Path
-
-    from kernelcast.frontends.profiler import read_ncu_csv
-    from kernelcast.models.criteria.criteria import Application
-
-    folder = Path(folder)
-    doc = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
-    sources = {(c.application, c.version): c.source for c in cases()}
-    result = []
-    with tarfile.open(folder / "ncu.tar.xz") as tar:
-        for record in doc["records"]:
-            key = (record["application"], record["version"])
-            names = set(signatures(sources[key]))
-            member = tar.extractfile(f"{key[0]}-{key[1]}.csv")
-            launches = tuple(x for x in read_ncu_csv(member.read().decode("utf-8"))
-                             if x.kernel in names)
-            result.append((record, Application(f"{key[0]} {key[1]}", launches,
-                                               tuple(record["kernel_s_of_fastest"]),
-                                               record["min_span_s"])))
-    return result

@@ -1,6 +1,6 @@
 """The fine-grained model's microbenchmarks (shared/seeds 003, §III): CUDA C++ kernels with
 inline PTX, one per functional component and intensity, written so that the PTX and SASS
-checks of kernelcast.models.criteria.checks can verify P1 (stressing), P3 (selectivity)
+checks of kernelcast.facts.ptx_checks can verify P1 (stressing), P3 (selectivity)
 and the absence of constant folding after each compilation step (the paper's Figure 2).
 
 Every kernel is ``extern "C" __global__ void NAME(long long *clocks, unsigned *sink,
@@ -44,19 +44,45 @@ Families:
 
 Microbenchmark.buffer_words is the buffer the runner must allocate (zero-filled).
 
-Public names: Microbenchmark, Op, OPS, SM_COUNT, FILL_GRID, FILL_BLOCK, DEPTH, UNROLL,
-CHAINS, WAYS, TABLE_WORDS, SIDE, DIVERGENCE_UNROLL, ROW, LEVELS, CACHE_OPERATOR, SASS_LOAD,
-FOOTPRINT, INTENSITY_BLOCK, INTENSITY_WARPS, INTENSITY_FOOTPRINT, arithmetic, throughput,
-latency, shared_conflicts, divergence, load_latency, load_throughput, store_throughput,
-shared_store_throughput,
-dram_intensity, arith_intensity, microbenchmarks, kernel_name_of.
+Measuring them on an NVIDIA GPU (``measure_microbenchmarks``; cupy, nvcc and nvdisasm):
+each is compiled for the device with nvcc, to PTX and to a cubin
+(``compile_microbenchmark``, which needs no GPU), the cubin disassembled with nvdisasm,
+both checked (kernelcast.facts.ptx_checks: the paper's Figure 2 b and c), and the cubin
+timed with cupy (``time_microbenchmark``): WARMUP launches, then RUNS timed ones (CUDA
+events), every time kept, and the clock64 cycles each block spent in its timed region
+(their median and maximum in the fastest run, and the median of every run); the
+bank-conflict ones also as one warp alone (``one_warp``). The document it writes,
+OUT/microbenchmarks.json (device, driver, clocks, per microbenchmark its times, cycles
+and checks), is what the criteria model is fitted from
+(kernelcast.fitting.microbenchmarks); OUT/listings.tar.xz keeps each .cu, .ptx and .sass.
+
+Public names: SUITE, Microbenchmark, Op, OPS, SM_COUNT, FILL_GRID, FILL_BLOCK, DEPTH,
+UNROLL, CHAINS, WAYS, TABLE_WORDS, SIDE, DIVERGENCE_UNROLL, ROW, LEVELS, CACHE_OPERATOR,
+SASS_LOAD, FOOTPRINT, INTENSITY_BLOCK, INTENSITY_WARPS, INTENSITY_FOOTPRINT, arithmetic,
+throughput, latency, shared_conflicts, divergence, load_latency, load_throughput,
+store_throughput, shared_store_throughput, dram_intensity, arith_intensity,
+microbenchmarks, kernel_name_of, WARMUP, RUNS, compile_microbenchmark,
+time_microbenchmark, device_info, measure_microbenchmarks.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from kernelcast.errors import ParameterError
+from kernelcast.errors import KernelcastError, ParameterError
+
+#: the suite name a criteria profile records (its provenance's suite)
+SUITE = "criteria-microbenchmarks"
 
 SM_COUNT = 132           # H100 SXM; only sets the default launch (grid is a parameter)
 FILL_BLOCK = 256
@@ -71,7 +97,7 @@ TABLE_WORDS = 1024       # shared table: 32 lanes * stride up to 32 words
 @dataclass(frozen=True)
 class Microbenchmark:
     """One microbenchmark: its CUDA source and default launch, what it exercises, and what
-    its PTX and SASS must show (checked by kernelcast.models.criteria.checks).
+    its PTX and SASS must show (checked by kernelcast.facts.ptx_checks).
     *sass_companions* / *ptx_companions*: instructions the target's realization needs
     beside it (MUFU.SIN's FMUL.RZ range reduction, set's SEL; rcp's guard setp in PTX);
     the selectivity check does not count them as other work.
@@ -594,3 +620,153 @@ def microbenchmarks(*, grid: int = FILL_GRID) -> list[Microbenchmark]:
             + [shared_store_throughput(grid=grid)]
             + [dram_intensity(w, grid=half) for w in INTENSITY_WARPS]
             + [arith_intensity(w, grid=half) for w in INTENSITY_WARPS])
+
+
+# ---------------------------------------------------------------- measuring them
+
+WARMUP, RUNS = 4, 30
+
+
+def _with(stem: Path, suffix: str) -> Path:
+    """*stem* + *suffix* (names hold dots: ``dram-intensity_0.25``)."""
+    return Path(str(stem) + suffix)
+
+
+def compile_microbenchmark(bench: Microbenchmark, folder, arch: str,
+                           tools=None) -> dict:
+    """Write *bench*'s source to *folder* and compile it for ``sm_<arch>`` (arch "90"):
+    .cu → .ptx and .cubin (nvcc) → .sass (nvdisasm), the tools taken from the folder
+    *tools* (default: PATH). Returns the record's build fields: ``stem`` (the files'
+    name in *folder*, without suffix), the seconds each nvcc step took and, where a step
+    failed, ``error`` (the tool and the start of its message)."""
+    def tool(name):
+        return str(Path(tools) / name) if tools is not None else name
+
+    stem = Path(folder) / bench.name.replace("/", "_")
+    cu = _with(stem, ".cu")
+    cu.write_text(bench.source)
+    out = {"stem": stem.name}
+    for flag, suffix in (("-ptx", ".ptx"), ("-cubin", ".cubin")):
+        start = time.monotonic()
+        run = subprocess.run([tool("nvcc"), f"-arch=sm_{arch}", flag, "-o",
+                              str(_with(stem, suffix)), str(cu)],
+                             capture_output=True, text=True)
+        out[f"{suffix[1:]}_seconds"] = round(time.monotonic() - start, 2)
+        if run.returncode:
+            out["error"] = f"nvcc {flag}: {run.stderr.strip()[:500]}"
+            return out
+    run = subprocess.run([tool("nvdisasm"), str(_with(stem, ".cubin"))],
+                         capture_output=True, text=True)
+    if run.returncode:
+        out["error"] = f"nvdisasm: {run.stderr.strip()[:500]}"
+        return out
+    _with(stem, ".sass").write_text(run.stdout)
+    return out
+
+
+def time_microbenchmark(bench: Microbenchmark, cubin, grid: int, block: int) -> dict:
+    """Launch the cubin of *bench* WARMUP + RUNS times on the current CUDA device (cupy)
+    with *grid* blocks of *block* threads; the RUNS timed launches' seconds (CUDA
+    events) and their blocks' clock64 cycles in the timed region."""
+    import cupy
+    import numpy as np
+
+    function = cupy.RawModule(path=str(cubin)).get_function(bench.kernel_name)
+    clocks = cupy.zeros(grid, dtype=cupy.int64)
+    sink = cupy.zeros(grid * block, dtype=cupy.uint32)
+    buffer = cupy.zeros(bench.buffer_words, dtype=cupy.uint32)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times, cycles = [], []
+    for i in range(WARMUP + RUNS):
+        start.record()
+        function((grid,), (block,), (clocks, sink, buffer))
+        stop.record()
+        stop.synchronize()
+        if i >= WARMUP:
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+            cycles.append(cupy.asnumpy(clocks).astype(float))
+    fastest = cycles[int(np.argmin(times))]
+    return {"seconds": times, "min_s": min(times), "median_s": float(np.median(times)),
+            "block_cycles_median": float(np.median(fastest)),  # of the fastest run
+            "block_cycles_max": float(fastest.max()),
+            "block_cycles_median_per_run": [float(np.median(c)) for c in cycles]}
+
+
+def device_info() -> dict:
+    """The current CUDA device (cupy) as a microbenchmark document names it: its name,
+    compute capability, SMs, clock, nvidia-smi's driver and clocks, the CUDA driver's
+    version and the date; a KernelcastError where cupy or a CUDA device is missing."""
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+    except ImportError:
+        raise KernelcastError("measuring the criteria microbenchmarks needs cupy and an "
+                              "NVIDIA GPU (pip install 'kernelcast[cuda]')") from None
+    except cupy.cuda.runtime.CUDARuntimeError as err:
+        raise KernelcastError(f"no CUDA device to measure the criteria microbenchmarks "
+                              f"on: {err}") from None
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,"
+                          "clocks.sm", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip()
+    return {"device": props["name"].decode(), "compute_capability":
+            f"{props['major']}{props['minor']}", "sms": props["multiProcessorCount"],
+            "clock_khz": props["clockRate"], "nvidia_smi": smi,
+            "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def measure_microbenchmarks(out, *, tools=None, progress=None) -> Path:
+    """Compile, check and time every microbenchmark on the current CUDA device (see
+    the module docstring), eight blocks per SM where they fill the GPU; write
+    OUT/microbenchmarks.json and OUT/listings.tar.xz into the folder *out* (made if
+    missing). *tools*: the folder of nvcc and nvdisasm (default: PATH); a line per
+    microbenchmark goes to *progress* (default stdout). Returns the JSON's path."""
+    from kernelcast.facts.ptx_checks import check_ptx, check_sass
+
+    info = device_info()  # no cupy, no GPU: refused before anything is written
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(info), file=progress, flush=True)
+    benches = microbenchmarks(grid=info["sms"] * 8)  # eight blocks per SM
+    with tempfile.TemporaryDirectory(prefix="kernelcast-mb-") as temp:
+        folder = Path(temp)
+        start = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            built = list(pool.map(lambda b: compile_microbenchmark(
+                b, folder, info["compute_capability"], tools), benches))
+        print(f"compiled {len(benches)} in {time.monotonic() - start:.0f} s",
+              file=progress, flush=True)
+        records = []
+        for bench, build in zip(benches, built, strict=True):
+            record = {"name": bench.name, "component": bench.component, "kind": bench.kind,
+                      "params": bench.params, "grid": bench.grid, "block": bench.block,
+                      "ops_per_thread": bench.ops_per_thread,
+                      "source_sha256": hashlib.sha256(bench.source.encode()).hexdigest(),
+                      **build}
+            if "error" not in build:
+                stem = folder / build["stem"]
+                record["ptx_problems"] = check_ptx(bench, _with(stem, ".ptx").read_text())
+                record["sass_problems"] = check_sass(bench, _with(stem, ".sass").read_text())
+                cubin = _with(stem, ".cubin")
+                try:
+                    record.update(time_microbenchmark(bench, cubin, bench.grid, bench.block))
+                    if bench.kind == "bank-conflicts":  # and one warp alone: the latency
+                        record["one_warp"] = time_microbenchmark(bench, cubin, 1, 32)
+                except Exception as err:  # noqa: BLE001 - recorded with its status
+                    record["error"] = f"run: {type(err).__name__}: {err}"[:500]
+            records.append(record)
+            brief = (record.get("error") or f"{record['min_s'] * 1e6:.1f} µs, "
+                     f"{record['block_cycles_median']:.0f} cycles/block, checks "
+                     f"{len(record['ptx_problems'])}+{len(record['sass_problems'])} problems")
+            print(f"{bench.name}: {brief}", file=progress, flush=True)
+        path = out / "microbenchmarks.json"
+        path.write_text(json.dumps({**info, "warmup": WARMUP, "runs": RUNS,
+                                    "records": records}, indent=1) + "\n")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+            for listing in sorted(folder.iterdir()):
+                if listing.name.endswith((".cu", ".ptx", ".sass")):
+                    tar.add(listing, arcname=listing.name)
+        (out / "listings.tar.xz").write_bytes(buf.getvalue())
+    return path

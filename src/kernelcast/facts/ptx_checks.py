@@ -1,6 +1,9 @@
 """Static checks of a microbenchmark's compiled forms, the paper's Figure 2 (b) and (c)
 (shared/seeds 003, §III-A): the PTX that nvcc emits and the SASS that nvdisasm (or
-``cuobjdump -sass``) prints must still show what the source was written for.
+``cuobjdump -sass``) prints must still show what the source was written for. A
+microbenchmark (kernelcast.suites.criteria_microbenchmarks.Microbenchmark, or anything
+with its fields) names its kernel, its target instructions and their companions, and
+how many targets a thread executes.
 
 ``check_ptx(bench, ptx)`` and ``check_sass(bench, sass)`` return the problems found, one
 sentence each, empty when the kernel passes:
