@@ -8,12 +8,12 @@ import math
 import random
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from kernelcast.cli import main
 from kernelcast.errors import KernelcastError, ParameterError, ProfileError
+from kernelcast.frontends.opencl import KernelCounts
 from kernelcast.fitting.dataset import load_dataset
 from kernelcast.measure.store import Store
 from kernelcast.models import PopplHerzModel, get_model
@@ -299,8 +299,8 @@ def test_predict_refuses_a_negative_copy_in_one_line(poppl_herz, tmp_path, capsy
 
 def test_no_part_of_a_poppl_herz_prediction_comes_out_infinite(poppl_herz):
     model = load_profile(poppl_herz)
-    counts = SimpleNamespace(name="huge", ops={"add:float": 1e308}, accesses={},
-                             arguments=[], access_list=[], work_dims=1, barriers=0.0)
+    counts = KernelCounts(name="huge", work_dims=1, ops={"add:float": 1e308}, accesses={},
+                          barriers=0.0, arguments=(), defines={})
     load = OpenCLWorkload(counts, 2**60, 64)
     for output in (model.explain, model.predict, model.table):
         with pytest.raises(KernelcastError, match="inf s for add:float of huge"):

@@ -19,7 +19,7 @@ def calibrated(tmp_path_factory):
     measurement of the measurement-cpu suite on PoCL and the fit (half a minute on two
     cores). Eight launches a case, not the default 30: the protocol still drops four and
     checks the spread of the rest, and what is checked here is that the whole suite is
-    measured and fitted, not how precisely; 30 took three times as long."""
+    measured and fitted, not how precisely (30 launches take three times as long)."""
     folder = tmp_path_factory.mktemp("calibration")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
