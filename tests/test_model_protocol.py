@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opencl_sample import OPENCL_SAMPLE
 
 import kernelcast as kc
 from kernelcast.errors import KernelcastError, NotFittedError
@@ -91,17 +92,8 @@ COMMITTED = {"poppl-herz": "nvidia-h100-80gb-hbm3-opencl-poppl-herz.json",
 CLASSES = ["scale_add", "global_access", "arithmetic", "empty", "parallelism", "chain",
            "matmul_tiled"]
 CACHE = PropertyCache()
-#: a 2-D kernel's source and its launch (tests/test_poppl_herz.py prices its parts)
-OPENCL_KERNEL = """#define WIDTH 1024
-__kernel void sample(__global const float *restrict matrix,
-                     __global const float *restrict xxx,
-                     __global float *restrict res)
-{
-    int x = get_global_id(0);
-    int y = get_global_id(1);
-    res[y * WIDTH + x] = matrix[y * WIDTH + x] * xxx[x & 0x7F] + matrix[x * WIDTH + y] / 3.5f;
-}
-"""
+#: a 2-D kernel's source (tests/opencl_sample.py), predicted at a launch below
+OPENCL_KERNEL = OPENCL_SAMPLE
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opencl_sample import OPENCL_SAMPLE
 
 from kernelcast.cli import main
 from kernelcast.errors import KernelcastError, ParameterError
@@ -27,16 +28,7 @@ from kernelcast.profile import load_profile, save_profile
 
 PACKED = Path(__file__).resolve().parent.parent / "data" / "pocl" / "poppl-herz.sqlite.xz"
 
-KERNEL = """#define WIDTH 1024
-__kernel void sample(__global const float *restrict matrix,
-                     __global const float *restrict xxx,
-                     __global float *restrict res)
-{
-    int x = get_global_id(0);
-    int y = get_global_id(1);
-    res[y * WIDTH + x] = matrix[y * WIDTH + x] * xxx[x & 0x7F] + matrix[x * WIDTH + y] / 3.5f;
-}
-"""
+KERNEL = OPENCL_SAMPLE
 
 
 # {{{ curves
