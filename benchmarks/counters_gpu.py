@@ -223,46 +223,24 @@ def load(path: Path):
 def run(plan_path: Path, log_path: Path | None, first: int, count: int | None) -> int:
     import numpy as np
 
-    from kernelcast.errors import KernelcastError
-    from kernelcast.measure.backends.cuda import CudaBackend
-    from kernelcast.measure.devices import find_device
+    from kernelcast.evaluation.criteria_counters import launch_each
     from kernelcast.measure.launch import ArraySpec, GeneratedKernel, KernelArgument
 
+    def prepare(entry):
+        arguments = [(n, np.dtype(d), a) for n, d, a in entry["arguments"]]
+        generated = GeneratedKernel(
+            entry["function"], "cuda", entry["code"],
+            tuple(KernelArgument(*a) for a in arguments),
+            tuple(entry["grid"]), tuple(entry["block"]))
+        specs = [ArraySpec(n, np.dtype(d), tuple(s), tuple(st), w)
+                 for n, d, s, st, w in entry["arrays"]]
+        scalars = {n: d.type(entry["scalars"][n]) for n, d, a in arguments if not a}
+        return generated, specs, scalars, {}
+
     entries = [e for e in load(plan_path) if "error" not in e]
-    entries = entries[first:None if count is None else first + count]
-    try:
-        backend = CudaBackend(find_device(None, "cuda"))
-    except KernelcastError as err:
-        print(f"counters_gpu run: {err}", file=sys.stderr)
-        return 1
-    log = open(log_path, "a") if log_path else None  # noqa: SIM115 - one line per launch
-    for entry in entries:
-        args = {}
-        try:
-            generated = GeneratedKernel(
-                entry["function"], "cuda", entry["code"],
-                tuple(KernelArgument(n, np.dtype(d), a) for n, d, a in entry["arguments"]),
-                tuple(entry["grid"]), tuple(entry["block"]))
-            compiled = backend.compile(generated)
-            specs = [ArraySpec(n, np.dtype(d), tuple(s), tuple(st), w)
-                     for n, d, s, st, w in entry["arrays"]]
-            scalars = {n: np.dtype(d).type(entry["scalars"][n])
-                       for n, d, a in entry["arguments"] if not a}
-            args = backend.allocate(specs, scalars, seed=0)
-            if log:
-                log.write(json.dumps({"index": entry["index"], "function": generated.name,
-                                      "grid": entry["grid"], "block": entry["block"]}) + "\n")
-                log.flush()
-            backend.time_launches(compiled, generated, args, {}, 1)
-        except Exception as err:  # noqa: BLE001 - one line, then the next launch
-            message = " ".join(str(err).split())[:300]
-            print(f"counters_gpu run: launch {entry['index']} ({entry['label']}): "
-                  f"{type(err).__name__}: {message}", file=sys.stderr, flush=True)
-        finally:
-            backend.release(args)
-    if log:
-        log.close()
-    return 0
+    return launch_each(entries[first:None if count is None else first + count], prepare,
+                       lambda entry: f"launch {entry['index']} ({entry['label']})",
+                       "counters_gpu run:", log_path)
 
 # }}}
 

@@ -57,7 +57,7 @@ exceeds the quantity's floor is counted apart (``counter_only``).
 
 Public names: WARP, SECTOR_BYTES, METRICS, SUITES, MAX_JSON_BYTES, Quantity, QUANTITIES,
 sectors_per_warp, pairs, agreement, families_off, counter_only_families, plan_cases,
-label, run_plan, case_counts, device_info, match, profile_chunk, unknown_metrics,
+label, run_plan, launch_each, case_counts, device_info, match, profile_chunk, unknown_metrics,
 write_csvs, write_document, load_document, measure_counters.
 """
 
@@ -473,38 +473,52 @@ def run_plan(plan_path, log_path=None, first: int = 0, count: int | None = None)
     from kernelcast.measure.arrays import array_specs, scalar_arguments, typed_kernel
     from kernelcast.measure.codegen import generate_case
 
+    def prepare(entry):
+        case = case_of(entry)
+        knl = case.kernel()
+        specs, scalars = array_specs(typed_kernel(knl), case.params)
+        values = scalar_arguments(scalars, case.params, np.random.default_rng(0))
+        return generate_case(knl, "cuda", case), specs, values, case.params
+
     entries = json.loads(Path(plan_path).read_text())
-    entries = entries[first:None if count is None else first + count]
-    cases = [case_of(e) for e in entries]
+    return launch_each(entries[first:None if count is None else first + count], prepare,
+                       lambda entry: f"case {entry['index']} ({plan_label(entry)})",
+                       RUN_PREFIX, log_path)
+
+
+def launch_each(entries, prepare, describe, prefix: str, log_path=None) -> int:
+    """Launch each of *entries* once on the first CUDA device, as ncu profiles them:
+    *prepare*(entry) gives its (GeneratedKernel, ArraySpecs, scalar values, parameters).
+    A launch that fails is one line on stderr, *prefix* and *describe*(entry) first, and
+    the next one runs. Each launch's function, grid and block are appended to *log_path*
+    (JSON lines, with the entry's "index") before it runs. 1 where there is no CUDA
+    device."""
     try:
         from kernelcast.measure.backends.cuda import CudaBackend
         from kernelcast.measure.devices import find_device
 
         backend = CudaBackend(find_device(None, "cuda"))
     except KernelcastError as err:
-        print(f"{RUN_PREFIX} {err}", file=sys.stderr)
+        print(f"{prefix} {err}", file=sys.stderr)
         return 1
-    log = open(log_path, "a") if log_path else None  # noqa: SIM115 - one line per case
+    log = open(log_path, "a") if log_path else None  # noqa: SIM115 - one line per launch
     try:
-        for entry, case in zip(entries, cases, strict=True):
+        for entry in entries:
             args = {}
             try:
-                knl = case.kernel()
-                generated = generate_case(knl, "cuda", case)
+                generated, specs, scalars, params = prepare(entry)
                 compiled = backend.compile(generated)
-                specs, scalars = array_specs(typed_kernel(knl), case.params)
-                values = scalar_arguments(scalars, case.params, np.random.default_rng(0))
-                args = backend.allocate(specs, values, seed=0)
-                grid, block = generated.launch_sizes(case.params)
+                args = backend.allocate(specs, scalars, seed=0)
+                grid, block = generated.launch_sizes(params)
                 if log:
                     log.write(json.dumps({"index": entry["index"], "function": generated.name,
                                           "grid": list(grid), "block": list(block)}) + "\n")
                     log.flush()
-                backend.time_launches(compiled, generated, args, case.params, 1)
-            except Exception as err:  # noqa: BLE001 - one line, then the next case
+                backend.time_launches(compiled, generated, args, params, 1)
+            except Exception as err:  # noqa: BLE001 - one line, then the next launch
                 message = " ".join(str(err).split())[:300]
-                print(f"{RUN_PREFIX} case {entry['index']} ({plan_label(entry)}): "
-                      f"{type(err).__name__}: {message}", file=sys.stderr, flush=True)
+                print(f"{prefix} {describe(entry)}: {type(err).__name__}: {message}",
+                      file=sys.stderr, flush=True)
             finally:
                 backend.release(args)
     finally:

@@ -4,12 +4,13 @@ labels, the formatting of numbers and markdown tables, the data root the section
 last commit from git) and the figure drawers passed in from above (``Figures``).
 
 Public names: GPUS, BACKENDS, STORES, GPU_LABEL, BACKEND_LABEL, MODEL_LABEL, Data,
-Figures, pct, published, seconds_text, micro, table, params_text, store_label, day_range,
+Figures, pct, published, seconds_text, stamp, micro, table, params_text, store_label, day_range,
 overall.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 from collections.abc import Callable
@@ -43,8 +44,22 @@ class Data:
         except ValueError:
             return str(path)
 
-    def missing(self, path) -> str:
-        return f"*Not generated: `{self.rel(path)}` is missing.*"
+    def missing(self, path, script: str | None = None) -> str:
+        """The line a section writes for a missing input (and the benchmark that writes
+        it, *script*)."""
+        run = (f" Run `.venv/bin/python benchmarks/{script}` to write it." if script
+               else "")
+        return f"*Not generated: `{self.rel(path)}` is missing.*" + run
+
+    def load(self, path):
+        """The JSON document at *path*; None where there is no such file."""
+        path = Path(path)
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def documents(self, name) -> list[tuple[str, Path, dict]]:
+        """(gpu, path, document) of data/<gpu>/*name* for each GPU that has it."""
+        found = [(gpu, self.dir / gpu / name) for gpu in GPUS]
+        return [(gpu, path, self.load(path)) for gpu, path in found if path.exists()]
 
     def git(self, *args) -> str | None:
         try:
@@ -121,6 +136,11 @@ def seconds_text(s) -> str:
             digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
             return f"{v:.{digits}f} {unit}"
     return str(s)
+
+
+def stamp(doc) -> str:
+    """When a benchmark document was written: its ISO date to the minute, in UTC."""
+    return f"{doc['date'][:16].replace('T', ' ')} UTC"
 
 
 def micro(s) -> str:

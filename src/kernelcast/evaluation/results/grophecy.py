@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from kernelcast.evaluation.results.common import (GPU_LABEL, GPUS, Data, seconds_text,
+from kernelcast.evaluation.results.common import (GPU_LABEL, GPUS, Data, seconds_text, stamp,
                                                   table)
 
 GROPHECY_NAMES = {"matmul": "MatMul", "hotspot": "HotSpot", "ispinex_complex":
@@ -37,12 +37,11 @@ def _layout_words(layout: dict) -> str:
 def section_grophecy(data: Data) -> list[str]:
     path = data / "grophecy" / "paper.json"
     out = ["## GROPHECY: projections from code skeletons", ""]
-    if not path.exists():
-        return out + [data.missing(path) + " Run `.venv/bin/python benchmarks/grophecy_paper.py` "
-                      "to write it."]
+    doc = data.load(path)
+    if doc is None:
+        return out + [data.missing(path, "grophecy_paper.py")]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        out += [f"`benchmarks/grophecy_paper.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+        out += [f"`benchmarks/grophecy_paper.py`, {stamp(doc)}, "
                 f"on {doc['machine']}, {doc['seconds']:.0f} s. Data: `{data.rel(path)}` "
                 f"({data.file_commit(path)}). Skeletons: `examples/skeletons/`; the FX5600 and "
                 "C1060 are GROPHECY's Table 5, the H100 and H200 kernelcast's measured "

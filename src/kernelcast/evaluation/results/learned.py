@@ -13,21 +13,17 @@ from __future__ import annotations
 import json
 import lzma
 
-from kernelcast.evaluation.results.common import GPUS, Data, seconds_text, table
+from kernelcast.evaluation.results.common import Data, seconds_text, table
 
 def section_learned_facts(data: Data) -> list[str]:
     """The learned model on the hardware facts, fitted to thousands of measured random
     loop-family variants and the training corpus (benchmarks/learned_facts.py)."""
     out = ["## The learned model on the hardware facts", ""]
-    for gpu in GPUS:
-        path = data / gpu / "learned-facts.json"
-        if not path.exists():
-            continue
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    for gpu, _, doc in data.documents("learned-facts.json"):
         ident, train, held, judged = (doc["identity"], doc["training"], doc["held_out"],
                                       doc["judged"])
         store = data / gpu / "corpus-loops-cuda.sqlite.xz"
-        meta = json.loads((data / gpu / "corpus-loops-cuda.json").read_text())
+        meta = data.load(data / gpu / "corpus-loops-cuda.json")
         summaries = data / gpu / "learned-summaries.json.xz"
         out += [f"`benchmarks/learned_facts.py`, {doc['date']}: `learned-facts` "
                 "(`kernelcast.models.learned.facts`) is the learned model's gradient-boosted "
@@ -73,7 +69,7 @@ def section_learned_facts(data: Data) -> list[str]:
                     f"(no data/{gpu}/tuning-cuda.sqlite), nor its training corpus.", ""]
             continue
         regret = data / gpu / "tuning-regret.json"
-        before = (json.loads(regret.read_text())["families"] if regret.exists() else {})
+        before = (data.load(regret) or {}).get("families", {})
         rows = []
         for name, e in judged["families"].items():
             old = before.get(name, {}).get("models", {}).get("learned")

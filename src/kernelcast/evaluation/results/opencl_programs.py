@@ -98,9 +98,9 @@ def opencl_counters(data: Data) -> list[str]:
     """The memory counters predicted from the programs' source against ncu's."""
     out = ["### Their memory counters, predicted from source, against Nsight Compute", ""]
     path = data / "h100" / "opencl-counters.json"
-    if not path.exists():
+    doc = data.load(path)
+    if doc is None:
         return out + [data.missing(path)]
-    doc = json.loads(path.read_text(encoding="utf-8"))
     out += [f"`kernelcast counters KERNEL.cl` (`kernelcast.facts.opencl`) for each launch "
             f"above, against ncu {doc['ncu'] or ''} on the {doc['device']} (driver "
             f"{doc['driver']}, {doc['profiled'][:10]}; `benchmarks/opencl_counters.py`, "
@@ -132,9 +132,9 @@ def opencl_causes(data: Data) -> list[str]:
     """Each model's hits on the programs' launches, by what bounds the launch."""
     out = ["### What bounds their launches", ""]
     path = data / "h100" / "opencl-hierarchy.json"
-    if not path.exists():
+    doc = data.load(path)
+    if doc is None:
         return out + [data.missing(path)]
-    doc = json.loads(path.read_text(encoding="utf-8"))
     models = [m for m in next(iter(doc["classes"].values())) if m != "launches"]
     out += [f"Each launch above, profiled for its DRAM, L2 and L1 traffic, instructions and "
             f"the SMs' and DRAM's throughput on the {doc['device']} (driver "

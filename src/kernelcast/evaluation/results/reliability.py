@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 
-from kernelcast.evaluation.results.common import Data, table
+from kernelcast.evaluation.results.common import Data, stamp, table
 
 def section_reliability(data: Data) -> list[str]:
     path = data / "reliability.json"
     out = ["## Reliability", ""]
-    if not path.exists():
-        return out + [data.missing(path) + " Run `.venv/bin/python benchmarks/reliability.py` "
-                      "to write it."]
+    doc = data.load(path)
+    if doc is None:
+        return out + [data.missing(path, "reliability.py")]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
         kills, worse = doc["kills"], doc["corruptions"]
-        out += [f"`benchmarks/reliability.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+        out += [f"`benchmarks/reliability.py`, {stamp(doc)}, "
                 f"on {doc['machine']}, {doc['device']}, seed {doc['seed']}, "
                 f"{doc['seconds']:.0f} s. Data: `{data.rel(path)}` ({data.file_commit(path)}).", ""]
         delays = [r["delay_s"] for r in kills["runs"]

@@ -8,20 +8,17 @@ Public names: PROPERTIES_SPEED, section_speed, section_properties_speed.
 
 from __future__ import annotations
 
-import json
-
-from kernelcast.evaluation.results.common import MODEL_LABEL, Data, micro, table
+from kernelcast.evaluation.results.common import MODEL_LABEL, Data, micro, stamp, table
 
 def section_speed(data: Data) -> list[str]:
     path = data / "speed.json"
     out = ["## Prediction and fit speed", ""]
-    if not path.exists():
-        return out + [data.missing(path) + " Run `.venv/bin/python benchmarks/model_speed.py` "
-                      "to write it."]
+    doc = data.load(path)
+    if doc is None:
+        return out + [data.missing(path, "model_speed.py")]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
         info = doc["machine"]
-        out += [f"`benchmarks/model_speed.py`, {doc['date'][:16].replace('T', ' ')} UTC, "
+        out += [f"`benchmarks/model_speed.py`, {stamp(doc)}, "
                 f"commit {doc['commit']}, on {info['machine']} ({info['cores']} cores, "
                 f"Python {info['python']}, {info['platform']}, "
                 f"{info.get('blas_threads') or 'default'} BLAS thread(s); load average "

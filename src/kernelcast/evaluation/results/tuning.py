@@ -12,23 +12,15 @@ section_ranking_speed, section_tuning_methodology.
 
 from __future__ import annotations
 
-import json
-
-from kernelcast.evaluation.results.common import GPUS, Data, Figures, seconds_text, table
+from kernelcast.evaluation.results.common import Data, Figures, seconds_text, stamp, table
 
 def section_tuning(data: Data) -> list[str]:
     out = ["## Tuning (in progress)", ""]
-    for gpu in GPUS:
-        path = data / gpu / "tuning-regret.json"
-        if not path.exists():
-            continue
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    for gpu, _, doc in data.documents("tuning-regret.json"):
         ident, noise = doc["identity"], doc["noise"]
         truth = data / gpu / "tuning-cuda.sqlite"
-        meta = data / gpu / "tuning-cuda.json"
-        driver = (json.loads(meta.read_text()).get("nvidia_driver") if meta.exists()
-                  else None)
-        out += [f"`benchmarks/tuning_regret.py`, {doc['date'][:16].replace('T', ' ')} UTC: "
+        driver = (data.load(data / gpu / "tuning-cuda.json") or {}).get("nvidia_driver")
+        out += [f"`benchmarks/tuning_regret.py`, {stamp(doc)}: "
                 f"each model's ranking of every variant of the tuning families "
                 "(`kernelcast.tune.families`), against every variant measured on "
                 f"{ident['device']} through {ident['backend']} ({ident['driver']}, NVIDIA "
@@ -70,17 +62,12 @@ def section_tuning(data: Data) -> list[str]:
 
 def section_tuning_corpus(data: Data) -> list[str]:
     out = ["## Tuning: the learned model's training corpus", ""]
-    for gpu in GPUS:
-        path = data / gpu / "tuning-learned.json"
-        if not path.exists():
-            continue
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    for gpu, _, doc in data.documents("tuning-learned.json"):
         ident = doc["identity"]
         store = data / gpu / "tuning-corpus-cuda.sqlite"
-        meta = data / gpu / "tuning-corpus-cuda.json"
-        driver = (json.loads(meta.read_text()).get("nvidia_driver") if meta.exists()
-                  else None)
-        out += [f"`benchmarks/tuning_learned.py`, {doc['date'][:16].replace('T', ' ')} UTC: "
+        driver = (data.load(data / gpu / "tuning-corpus-cuda.json") or {}).get(
+            "nvidia_driver")
+        out += [f"`benchmarks/tuning_learned.py`, {stamp(doc)}: "
                 "the learned model (`kernelcast.models.learned`) is fitted to every variant "
                 f"of the training corpus (`kernelcast.tune.corpus`, {doc['variants']} "
                 f"variants of {len(doc['families'])} kernels that are not the judged "
@@ -101,12 +88,11 @@ def section_tuning_corpus(data: Data) -> list[str]:
 
 def section_ranking_speed(data: Data) -> list[str]:
     out = ["## Ranking speed", ""]
-    path = data / "ranking-speed.json"
-    if not path.exists():
+    doc = data.load(data / "ranking-speed.json")
+    if doc is None:
         return out + ["*Not generated: no data/ranking-speed.json.*"]
-    doc = json.loads(path.read_text(encoding="utf-8"))
     machine, target = doc["machine"], doc["target"]
-    out += [f"`benchmarks/ranking_speed.py`, {doc['date'][:16].replace('T', ' ')} UTC, on "
+    out += [f"`benchmarks/ranking_speed.py`, {stamp(doc)}, on "
             f"{machine['cores']} cores ({machine['cpu']}, Python {machine['python']}): every "
             "variant of the tuning families made, checked against an H100's limits, counted "
             f"from a cold cache ({doc['cold']}) and predicted with `{doc['profile']}`, in one "
@@ -136,14 +122,14 @@ def section_tuning_methodology(data: Data, figures: Figures | None = None
     """Tuners judged by the autotuning community's methodology (Willemsen et al.)."""
     out = ["## Search strategies, judged by the autotuning methodology", ""]
     path = data / "h100" / "tuning-methodology.json"
-    if not path.exists():
+    doc = data.load(path)
+    if doc is None:
         return out + ["*Not generated: no data/h100/tuning-methodology.json.*"]
-    doc = json.loads(path.read_text(encoding="utf-8"))
     if figures is not None:
         figures.tuning_methodology(doc, figures.folder / "tuning-methodology.png",
                                    search_label)
     families = list(doc["families"])
-    out += [f"`benchmarks/tuning_methodology.py`, {doc['date'][:16].replace('T', ' ')} UTC "
+    out += [f"`benchmarks/tuning_methodology.py`, {stamp(doc)} "
             f"(`{data.rel(path)}`, {data.file_commit(path)}), Kernel Tuner {doc['kernel_tuner']}, "
             f"{doc['seeds']} seeds per Kernel Tuner strategy; kernelcast's searches are "
             "deterministic (one run). The spaces: the six judged families and the two "
