@@ -135,7 +135,7 @@ def _facts_summaries(gpu: str) -> dict:
 
 def _summary(task, gpu: str, limit: float):
     from kernelcast.hardware import load_hardware
-    from kernelcast.models.extended import _kernel_name
+    from kernelcast.models.extended import launch_name
     from kernelcast.models.extended.facts import SummaryCache, launch_summary
     from kernelcast.models.learned.facts import launch_geometry
 
@@ -146,7 +146,7 @@ def _summary(task, gpu: str, limit: float):
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         knl = variant_of(fam, items)
-        known = _facts_summaries(gpu).get(SummaryCache.key(_kernel_name(knl), params, hw.name))
+        known = _facts_summaries(gpu).get(SummaryCache.key(launch_name(knl), params, hw.name))
         summary = known if isinstance(known, dict) else launch_summary(knl, params, hw)
         return key, {**summary, **launch_geometry(knl, params)}
     except TimeoutError:

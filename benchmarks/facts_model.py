@@ -136,7 +136,7 @@ def _task_list(gpu: str, known) -> list[tuple]:
 
 def _one(task) -> tuple[str, dict | str]:
     from kernelcast.hardware import load_hardware
-    from kernelcast.models.extended import _kernel_name
+    from kernelcast.models.extended import launch_name
     from kernelcast.models.extended.facts import SummaryCache, launch_summary
 
     hw = load_hardware(_WORK["gpu"])
@@ -151,7 +151,7 @@ def _one(task) -> tuple[str, dict | str]:
         params, rows = _WORK["tuning"][name]
         make = rows[i][2]
         knl = make()
-        key = SummaryCache.key(_kernel_name(knl), params, hw.name)
+        key = SummaryCache.key(launch_name(knl), params, hw.name)
         if key in _WORK["known"]:
             return key, None
         make = lambda knl=knl: knl  # noqa: E731
@@ -251,7 +251,7 @@ def _summary_of(model, knl, params) -> dict:
 
     hw = model.hardware_
     hw = load_hardware(hw) if isinstance(hw, str) else hw
-    return extended.SUMMARIES.summary(extended._kernel_name(knl), lambda: knl, params, hw)
+    return extended.SUMMARIES.summary(extended.launch_name(knl), lambda: knl, params, hw)
 
 
 def evaluate(args) -> int:

@@ -44,9 +44,10 @@ from kernelcast.suites.paper import MEASUREMENT_CPU
 from kernelcast.suites.suite import KernelClass
 from kernelcast.version import __version__
 
-# Few launches, and a tolerance no tiny CPU kernel misses, so that the statuses below do
-# not depend on how noisy the machine is (the protocol itself is tested in test_protocol).
-FAST = {"runs": 6, "tolerance": 1.0, "progress": None}
+# Few launches, and a tolerance no timing misses, so that the statuses below do not depend
+# on how loaded the machine is: with both cores busy, a tiny copy's median has exceeded
+# twice its minimum (the protocol itself is tested in test_protocol).
+FAST = {"runs": 6, "tolerance": 1e9, "progress": None}
 
 
 def _copy(name="copy", index_dtype=np.int32, gsize=64):

@@ -113,6 +113,21 @@ def known_facts(h100_known_facts):
 
 # {{{ what the checks need of each workload
 
+def known_by_code(summaries, name, knl, params) -> None:
+    """The committed H100 summary of a dataset's launch (kept under *name*) filed also under
+    the name of its kernel's code, which is how a model on the facts knows the Loopy
+    kernel *knl* it is given: the same launch, not predicted again. A launch not
+    committed is left to be predicted."""
+    from kernelcast.hardware import load_hardware
+    from kernelcast.models.extended import launch_name
+    from kernelcast.models.extended.facts import SummaryCache
+
+    device = load_hardware("h100").name
+    summary = summaries.entries.get(SummaryCache.key(name, params, device))
+    if summary is not None:
+        summaries.entries[SummaryCache.key(launch_name(knl), params, device)] = summary
+
+
 class Subject:
     """What the checks need of the configurations of one workload: the data a fit takes
     (``fit_data``), a fitted model (``fitted``: a committed profile where COMMITTED names
@@ -168,7 +183,8 @@ class Subject:
 class Kernels(Subject):
     """Per model, a subset of the suites it is fitted from; the test suite, and a sample
     of the fitted data (for Hong–Kim, float64 tiled matrix products among them, whose
-    registers limit its occupancy)."""
+    registers limit its occupancy). The models on the facts compile a kernel they are
+    given: the cases' launches are known by their code as by their suite and name."""
 
     def __init__(self, tmp_path_factory):
         super().__init__(tmp_path_factory)
@@ -187,6 +203,16 @@ class Kernels(Subject):
     def datasets(self, config):
         fit = self.fit_data(config)
         return [self.test, fit.subset(np.arange(len(fit)) % 48 == 0)]
+
+    def case(self, model, dataset, i) -> tuple:
+        if not getattr(model, "needs_kernel", False):
+            return super().case(model, dataset, i)
+        import kernelcast.models.extended as extended
+
+        case, params = dataset.cases[i], dataset.params(i)
+        knl = case.kernel()
+        known_by_code(extended.SUMMARIES, f"{case.suite}:{case.name}", knl, params)
+        return knl, params
 
 
 class OpenCL(Subject):
@@ -261,20 +287,15 @@ class Variants(Subject):
     def __init__(self, tmp_path_factory):
         super().__init__(tmp_path_factory)
         import kernelcast.models.learned.facts as learned_facts
-        from kernelcast.hardware import load_hardware
-        from kernelcast.models.extended import _kernel_name
-        from kernelcast.models.extended.facts import SummaryCache
         from kernelcast.tune.corpus import CORPUS
         from kernelcast.tune.variants import load_variant_dataset
 
         with Store(DATA / "tuning-corpus-cuda.sqlite") as store:
             self.poly = load_variant_dataset(store, [CORPUS["poly"]])
         self.sample = self.poly.subset(np.arange(len(self.poly)) % 10 == 0)
-        known, device = learned_facts.SUMMARIES.entries, load_hardware("h100").name
         for i, case in enumerate(self.sample.cases):
-            params = self.sample.params(i)
-            summary = known[SummaryCache.key(case.kernel_name, params, device)]
-            known[SummaryCache.key(_kernel_name(case.kernel()), params, device)] = summary
+            known_by_code(learned_facts.SUMMARIES, case.kernel_name, case.kernel(),
+                          self.sample.params(i))
 
     def fit_data(self, config):
         return self.poly

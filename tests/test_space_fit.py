@@ -23,6 +23,7 @@ from kernelcast.tune.space import (
     Prefetch,
     Space,
     apply,
+    count_launchable,
     default_space,
     invalid,
     launchable,
@@ -133,6 +134,8 @@ def test_launchable_agrees_with_judging_every_variant(space, limit, local, warp)
                                warp_size=warp)
     brute, counts = _brute(space, limit, local, warp)
     assert kept == brute
+    assert count_launchable(space, max_group_size=limit, local_mem_bytes=local,
+                            warp_size=warp) == len(brute)
     assert len(space) == sum(1 for _ in space.variants()) == len(kept) + sum(
         dropped.values())
     by_kind = {}
@@ -140,6 +143,29 @@ def test_launchable_agrees_with_judging_every_variant(space, limit, local, warp)
         by_kind[_kind(text)] = by_kind.get(_kind(text), 0) + count
     assert by_kind == counts
     assert len(dropped) <= 10  # few distinct texts
+
+
+#: spaces whose count multiplies parameters no check reads: items per work-item and the
+#: unrolling of a loop not tiled, named by a restriction or not
+UNREAD = [
+    Space((Axis("j", (16, 64, 256, 1024), (1, 2, 4)), Axis("i", (1, 4, 16), (1, 3))),
+          (("r", (1, 2, 4)), ("s", (1, 8))), split=(("r", (1, 4)),)),
+    Space((Axis("j", (16, 64, 256, 1024), (1, 2, 4)), Axis("i", (1, 4, 16), (1, 3))),
+          (("r", (1, 2, 4)), ("s", (1, 8))), split=(("r", (1, 4)),),
+          restrict=("j.per_item * unroll.s <= 8", "i.group * j.group >= 64")),
+    Space((Axis("j", (32, 64), (1, 2, 4)),), (("r", (1, 2, 4)),), tile=(("r", (1, 4)),),
+          prefetch=(Prefetch("a", ("j", "r"), pad=(0, 1)),),
+          restrict=("unroll.r != 2 or j.per_item == 1",)),
+    Space((Axis("j", (32, 64), (1, 2, 4)),), (("r", (1, 2, 4)),), tile=(("r", (1, 4)),),
+          prefetch=(Prefetch("a", ("j", "r"), pad=(0, 1)),)),
+]
+
+
+@pytest.mark.parametrize("space", UNREAD)
+@pytest.mark.parametrize("limit, local, warp", [(1024, None, None), (256, 600, 32)])
+def test_count_launchable_is_the_brute_force_count(space, limit, local, warp):
+    assert count_launchable(space, max_group_size=limit, local_mem_bytes=local,
+                            warp_size=warp) == len(_brute(space, limit, local, warp)[0])
 
 
 def test_launchable_counts_the_work_groups_it_leaves_out_by_shape():

@@ -107,19 +107,20 @@ def _fit_microbenchmarks(document, model: str, suite: str, progress, **params):
 
 
 def calibrate_criteria(folder, profile_path=None, *, params: dict | None = None,
-                       tools=None, progress=None):
+                       tools=None, progress=None, wait: float = 0.0):
     """Measure the criteria model's microbenchmarks on this host's CUDA device (cupy,
     nvcc and nvdisasm; *tools*: their folder, default PATH) into *folder*
     (microbenchmarks.json and listings.tar.xz), fit the model (*params*: its keyword
     arguments) and save its profile at *profile_path* (default: <device>-cuda-criteria.json
     in *folder*'s parent, where ``advise --device`` finds it), checked before anything is
     measured. *progress*: a stream for a line
-    per microbenchmark (default stdout). Returns (model, profile path)."""
+    per microbenchmark (default stdout); *wait*: seconds to wait for the device's lock
+    where another campaign holds it. Returns (model, profile path)."""
     from kernelcast.suites.criteria_microbenchmarks import measure_microbenchmarks
 
     if profile_path is not None:
         check_profile_path(profile_path)
-    document = measure_microbenchmarks(folder, tools=tools, progress=progress)
+    document = measure_microbenchmarks(folder, tools=tools, progress=progress, wait=wait)
     fitted = fit_store(document, "criteria", **(params or {}))
     if profile_path is None:
         profile_path = default_paths(fitted.provenance_["device"], "cuda", fitted.name,

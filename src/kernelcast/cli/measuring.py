@@ -166,7 +166,7 @@ def _calibrate_microbenchmarks(args) -> int:
                              "another)")
     folder = Path(args.db or Path("kernelcast-data") / f"{args.model}-microbenchmarks")
     model, path = calibrate_criteria(folder, args.profile, params=_params(args),
-                                     progress=sys.stdout)
+                                     progress=sys.stdout, wait=args.wait)
     print(f"profile written to {path}: {model.name} model, "
           f"{model.provenance_['cases']} microbenchmarks in {folder}")
     return 0

@@ -60,12 +60,12 @@ def _counted(space, limit: int, where: str, limits) -> int:
     """The variants of *space* that can launch within *limits*; a UsageError where there
     are none, or more than *limit* (the count, how long ranking them would take, and the
     flag that allows it)."""
-    from kernelcast.tune.space import launchable
+    from kernelcast.tune.space import count_launchable
 
     if len(space) == 0:
         raise UsageError(f"{where} has no variant: its restrictions exclude every one")
-    count = len(launchable(space, max_group_size=limits.max_group_size,
-                           local_mem_bytes=limits.local_mem_bytes)[0])
+    count = count_launchable(space, max_group_size=limits.max_group_size,
+                             local_mem_bytes=limits.local_mem_bytes)
     if count == 0:
         raise UsageError(f"{where} has no variant that can launch ({limits.describe()})")
     if count > limit:

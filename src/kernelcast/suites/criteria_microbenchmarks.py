@@ -716,15 +716,28 @@ def device_info() -> dict:
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def measure_microbenchmarks(out, *, tools=None, progress=None) -> Path:
+def measure_microbenchmarks(out, *, tools=None, progress=None, wait: float = 0.0) -> Path:
     """Compile, check and time every microbenchmark on the current CUDA device (see
     the module docstring), eight blocks per SM where they fill the GPU; write
     OUT/microbenchmarks.json and OUT/listings.tar.xz into the folder *out* (made if
     missing). *tools*: the folder of nvcc and nvdisasm (default: PATH); a line per
-    microbenchmark goes to *progress* (default stdout). Returns the JSON's path."""
-    from kernelcast.facts.ptx_checks import check_ptx, check_sass
+    microbenchmark goes to *progress* (default stdout). The device's lock is held
+    throughout, as by every campaign (kernelcast.measure.lock; *wait*: seconds to wait
+    for another holder). Returns the JSON's path."""
+    from kernelcast.measure.devices import cuda_devices
+    from kernelcast.measure.lock import DeviceLock
 
     info = device_info()  # no cupy, no GPU: refused before anything is written
+    lock = DeviceLock(cuda_devices()[0], wait)
+    try:
+        return _measure(out, info, tools, progress)
+    finally:
+        lock.release()
+
+
+def _measure(out, info: dict, tools, progress) -> Path:
+    from kernelcast.facts.ptx_checks import check_ptx, check_sass
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     print(json.dumps(info), file=progress, flush=True)

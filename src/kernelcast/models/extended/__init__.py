@@ -8,7 +8,8 @@ with non-negative weights in log space at the dataset's timing noise.
 ``FactsModel`` (``facts``) is the same model on the hardware facts
 (kernelcast.models.extended.facts).
 
-Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check, loopy_kernel.
+Public names: ExtendedModel, FactsModel, OVERLAP_Q, SUMMARIES, peak_check, loopy_kernel,
+launch_name.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ class FactsModel(ExtendedModel):
         from kernelcast.properties import cached_properties
 
         hw = hardware or self._hardware()
-        summary = SUMMARIES.summary(name or _kernel_name(knl), lambda: knl, params, hw)
+        summary = SUMMARIES.summary(name or launch_name(knl), lambda: knl, params, hw)
         return facts_features(summary, props or cached_properties(knl), params, hw)
 
     def _case_features(self, dataset, i: int, hw) -> dict[str, float]:
@@ -355,7 +356,10 @@ def _hardware_name(hw) -> str:
     raise KernelcastError(f"no packaged hardware description for {hw.name}")
 
 
-def _kernel_name(knl) -> str:
+def launch_name(knl) -> str:
+    """The name a Loopy kernel's launch summaries are kept under (``SUMMARIES``): a hash
+    of its CUDA code and launch geometry. A dataset's cases are kept under their suite
+    and name instead."""
     import hashlib
 
     from kernelcast.measure.codegen import generate

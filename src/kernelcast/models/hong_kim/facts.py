@@ -130,12 +130,12 @@ class HongKimFactsModel(HongKimModel):
                                      hw)
 
     def _estimate_of(self, knl, params: dict, registers: int | None = None):
-        from kernelcast.models.extended import _kernel_name, loopy_kernel
+        from kernelcast.models.extended import launch_name, loopy_kernel
         from kernelcast.properties import cached_properties
 
         self.check_fitted()
         knl = loopy_kernel(knl, self.name)
-        wl, hw = self._launch(_kernel_name(knl), lambda: knl, cached_properties(knl),
+        wl, hw = self._launch(launch_name(knl), lambda: knl, cached_properties(knl),
                               params)
         return estimate(hw, wl)
 

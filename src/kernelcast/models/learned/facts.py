@@ -176,14 +176,14 @@ class LearnedFactsModel(LearnedModel):
     def _workload_row(self, workload, params) -> tuple[np.ndarray, float]:
         import loopy as lp
 
-        from kernelcast.models.extended import _kernel_name, loopy_kernel
+        from kernelcast.models.extended import launch_name, loopy_kernel
 
         knl = loopy_kernel(workload, self.name)
         if not isinstance(knl, lp.TranslationUnit):  # compiling it would fail deep inside
             raise KernelcastError(f"the learned model on the facts predicts a Loopy kernel, "
                                   f"which it compiles, not a {type(workload).__name__}")
         hw = self._hardware()
-        return self._vector(summary_with_geometry(_kernel_name(knl), lambda: knl, params, hw),
+        return self._vector(summary_with_geometry(launch_name(knl), lambda: knl, params, hw),
                             hw)
 
     def _case_row(self, dataset, i: int, fitting: bool) -> tuple[np.ndarray, float]:

@@ -178,14 +178,14 @@ class PopplHerzFactsModel(PopplHerzModel):
 def _split(workload, params: dict) -> tuple:
     """(what the Pöppl–Herz parts read, summary name, Loopy kernel maker, its sizes) of a
     suite case or of a pair (OpenCL source or counts, Loopy kernel)."""
-    from kernelcast.models.extended import _kernel_name
+    from kernelcast.models.extended import launch_name
 
     if hasattr(workload, "kclass") and hasattr(workload, "kernel"):
         return workload, f"{workload.suite}:{workload.name}", workload.kernel, params
     if isinstance(workload, tuple) and len(workload) == 2:
         opencl, knl = workload
         sizes = {k: v for k, v in params.items() if k not in _LAUNCH}
-        return opencl, _kernel_name(knl), lambda: knl, sizes
+        return opencl, launch_name(knl), lambda: knl, sizes
     raise KernelcastError(f"the poppl-herz-facts model needs the kernel's Loopy twin for "
                           f"its hardware facts: give a suite case or a pair (OpenCL source, "
                           f"Loopy kernel); a {type(workload).__name__} alone has none")
