@@ -34,7 +34,7 @@ from kernelcast.workflow import default_paths, fit_store
 SRC = Path(__file__).resolve().parent.parent / "src"
 PROFILES = Path(__file__).resolve().parent.parent / "data" / "profiles"
 TWO_DEVICES = {"POCL_DEVICES": "pthread pthread", "POCL_MAX_PTHREAD_COUNT": "1"}
-FAST = ("--runs", "6", "--tolerance", "1")
+FAST = ("--runs", "5", "--tolerance", "1")  # the fewest launches the protocol takes
 TIMED = ("ok", "unstable")  # a timing ("unstable" is one, only noisier on a shared CPU)
 
 
