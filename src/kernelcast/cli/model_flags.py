@@ -50,7 +50,7 @@ def add_model_flags(p, names, *, predicting: bool = False) -> None:
         if parameter.kind == "boolean":
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
-            kwargs["metavar"] = parameter.metavar or "VALUE"
+            kwargs["metavar"] = parameter.value_name
             kwargs["type"] = {"number": float, "count": positive_int,
                               "optional count": positive_int,
                               "sizes": positive_int}.get(parameter.kind)

@@ -107,6 +107,11 @@ KINDS = {
 }
 
 
+#: how the command line's help names a value of a kind (a parameter may name its own)
+VALUE_NAMES = {"count": "N", "optional count": "N", "sizes": "N", "file": "FILE",
+               "hardware": "NAME|FILE"}
+
+
 @dataclass(frozen=True)
 class Parameter:
     """A keyword argument of a model. *kind* is a key of KINDS; a "number" lies in
@@ -117,7 +122,7 @@ class Parameter:
     name: str
     kind: str
     help: str
-    metavar: str = ""
+    metavar: str = ""  # the command line's name for its value (default: by its kind)
     low: float | None = None
     high: float | None = None
     open_low: bool = False
@@ -126,6 +131,11 @@ class Parameter:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown parameter kind {self.kind!r}")
+
+    @property
+    def value_name(self) -> str:
+        """How the command line's help names its value: *metavar*, else its kind's."""
+        return self.metavar or VALUE_NAMES.get(self.kind, "VALUE")
 
     @property
     def flag(self) -> str:

@@ -63,7 +63,7 @@ class ExtendedModel(WeightedModel):
                   f"the totals, as the paper does (default {OVERLAP_Q:g}; beyond {MAX_Q}, "
                   "t**q of a time in seconds underflows)", metavar="Q", low=1, high=MAX_Q),
         Parameter("items_per_unit", "sizes", "the grid of resident work-items per compute "
-                  "unit the device's value is fitted over", metavar="N"),
+                  "unit the device's value is fitted over"),
     )
 
     format_1_names = ("extended", "kernelcast")  # kernelcast 0.1 named it after itself

@@ -47,9 +47,9 @@ class GrophecyModel(Model):
     from_hardware = True
     parameters = (
         Parameter("hardware", "hardware", "the GPU: a packaged name (h100, h200, fx5600, "
-                  "c1060) or a hardware JSON file", metavar="NAME|FILE"),
+                  "c1060) or a hardware JSON file"),
         Parameter("hints", "file", "a TOML file narrowing the layout search: block, fold, "
-                  "stage, cache, unroll (docs/cli.md)", metavar="FILE"),
+                  "stage, cache, unroll (docs/cli.md)"),
     )
 
     def __init__(self, *, hardware: str | None = None, hints: str | None = None):

@@ -55,14 +55,13 @@ class HongKimModel(Model):
     from_hardware = True
     parameters = (
         Parameter("hardware", "hardware", "the GPU: a packaged name (h100, h200, fx5600, "
-                  "c1060) or a hardware JSON file (default: the measured device's)",
-                  metavar="NAME|FILE"),
+                  "c1060) or a hardware JSON file (default: the measured device's)"),
         Parameter("registers", "file", "registers per thread of each kernel, by kernel "
                   "name, as the device's compiler reported them (a JSON file: "
-                  "data/<gpu>/registers.json)", metavar="FILE"),
+                  "data/<gpu>/registers.json)"),
         Parameter("registers_per_thread", "optional count", "registers per thread of a kernel the "
                   "registers file does not list, as the compiler reports them (they limit "
-                  "the blocks an SM holds)", metavar="N", at_predict=True),
+                  "the blocks an SM holds)", at_predict=True),
     )
 
     def __init__(self, *, hardware: str | None = None, registers: str | None = None,

@@ -102,8 +102,7 @@ class HongKimFactsModel(HongKimModel):
                "sectors, SASS instructions, registers, and latency by cache level")
 
     parameters = (Parameter("hardware", "hardware", "the GPU: h100, h200 or a hardware "
-                            "JSON file (default: the measured device's)",
-                            metavar="NAME|FILE"),)
+                            "JSON file (default: the measured device's)"),)
 
     def __init__(self, *, hardware: str | None = None):
         super().__init__(hardware=hardware)

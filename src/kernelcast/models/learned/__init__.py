@@ -151,8 +151,7 @@ class LearnedModel(Model):
     per = "byte moved"  # what the trees predict the log of seconds per
     tree_params = TREE_PARAMS
 
-    parameters = (Parameter("rounds", "count", f"boosting rounds (default {ROUNDS})",
-                            metavar="N"),)
+    parameters = (Parameter("rounds", "count", f"boosting rounds (default {ROUNDS})"),)
 
     def __init__(self, *, rounds: int = ROUNDS):
         self.rounds = rounds

@@ -144,8 +144,7 @@ class LearnedFactsModel(LearnedModel):
     per = "second of the launch's floor at the device's peaks"
     tree_params = FACT_TREE_PARAMS
 
-    parameters = (Parameter("rounds", "count", f"boosting rounds (default {FACT_ROUNDS})",
-                            metavar="N"),)
+    parameters = (Parameter("rounds", "count", f"boosting rounds (default {FACT_ROUNDS})"),)
 
     def __init__(self, *, rounds: int = FACT_ROUNDS):
         super().__init__(rounds=rounds)

@@ -63,11 +63,10 @@ class PopplHerzFactsModel(PopplHerzModel):
     parameters = (
         PopplHerzModel.parameters[1],
         Parameter("hardware", "hardware", "the GPU whose caches price the accesses: a "
-                  "packaged name or a hardware JSON file (default: the fitted device's)",
-                  metavar="NAME|FILE"),
+                  "packaged name or a hardware JSON file (default: the fitted device's)"),
         Parameter("throughputs", "file", "a criteria microbenchmarks document whose load "
                   "throughputs give the cache levels' cost ratios (default: the hardware's "
-                  "load latencies)", metavar="FILE"),
+                  "load latencies)"),
     )
 
     def __init__(self, *, simd_width: int | None = None, hardware: str | None = None,

@@ -169,8 +169,7 @@ class PopplHerzModel(Model):
                   "slides' cache-aware model, the default) or all as coalesced (their "
                   "simple model: --no-classes)"),
         Parameter("simd_width", "optional count", "nXU, the work-items a compute unit runs at "
-                  "once (default: measured by the work-group-size benchmark)",
-                  metavar="N"),
+                  "once (default: measured by the work-group-size benchmark)"),
     )
 
     def __init__(self, *, classes: bool = True, simd_width: int | None = None):
