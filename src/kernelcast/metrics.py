@@ -6,8 +6,12 @@ Public names: relative_errors, geometric_mean, summarize.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas
 
 
 def relative_errors(predicted, measured) -> np.ndarray:
@@ -23,9 +27,12 @@ def geometric_mean(values) -> float:
     return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
 
 
-def summarize(table: pd.DataFrame, by: str = "kernel_class",
-              column: str = "rel_error") -> pd.DataFrame:
+def summarize(table: pandas.DataFrame, by: str = "kernel_class",
+              column: str = "rel_error") -> pandas.DataFrame:
     """Cases, geometric mean and max of relative error per group and overall."""
+    import pandas as pd  # imported when needed: the models, which every command line
+    # builds on, use the rest
+
     groups = table.groupby(by)[column]
     summary = pd.DataFrame({"cases": groups.size(), "geomean_rel_error": groups.agg(
         geometric_mean), "max_rel_error": groups.max()})

@@ -23,10 +23,19 @@ TIMED = ("ok", "unstable")
 
 
 class PropertyCache:
-    """Properties of suite kernels, extracted once per kernel."""
+    """Properties of suite kernels, extracted once per kernel, and what models compute
+    from them (``remember``), computed once per dataset and its subsets: a
+    cross-validation fits each case once per fold."""
 
     def __init__(self):
         self._props: dict[str, Properties] = {}
+        self._remembered: dict = {}
+
+    def remember(self, key, compute):
+        """``compute()``, made once per hashable *key*."""
+        if key not in self._remembered:
+            self._remembered[key] = compute()
+        return self._remembered[key]
 
     def properties(self, case: Case) -> Properties:
         if case.kernel_name not in self._props:

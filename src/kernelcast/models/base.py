@@ -31,13 +31,15 @@ import os
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import pandas as pd
 
 from kernelcast.errors import KernelcastError, NotFittedError, UncountedWarning
 from kernelcast.frontends.files import json_kind
+
+if TYPE_CHECKING:
+    import pandas
 
 _REGISTRY: dict[str, type[Model]] = {}
 
@@ -333,12 +335,20 @@ class WeightedModel(Model):
         return dict(UNITS)
 
     def case_values(self, dataset, i: int) -> dict[str, float]:
-        """The feature values of case *i* of *dataset* (``values`` of its workload)."""
-        return self.features(dataset.properties(i), dataset.params(i))
+        """The feature values of case *i* of *dataset* (``values`` of its workload),
+        computed once per model class and parameters in the dataset's cache."""
+        params = dataset.params(i)
+        key = (type(self).__qualname__, repr(sorted(self.get_params().items())),
+               dataset.cases[i].kernel_name, repr(sorted(params.items())))
+        values = dataset.cache.remember(
+            key, lambda: self.features(dataset.properties(i), params))
+        return dict(values)
 
-    def design_matrix(self, dataset) -> pd.DataFrame:
+    def design_matrix(self, dataset) -> pandas.DataFrame:
         """One row of features per case of *dataset*; columns that are zero throughout
         are dropped."""
+        import pandas as pd  # imported when needed: every command line builds on models
+
         X = pd.DataFrame([self.case_values(dataset, i)
                           for i in range(len(dataset))]).fillna(0.0)
         return X.loc[:, (X != 0).any(axis=0)]

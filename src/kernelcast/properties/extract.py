@@ -49,12 +49,13 @@ from kernelcast.errors import (
 from kernelcast.frontends.loopy import PreparedKernel, prepare_kernel
 from kernelcast.properties.accesses import find_access_sites, lid0_stride, local_bank_passes
 from kernelcast.properties.footprint import Footprint, utilization
-from kernelcast.properties.recurrence import (RECURRENCE_KINDS, SERIAL_KINDS, branching_loops,
-                                              recurrence_ops, sequential_inames, serial_ops,
-                                              varying_loops)
+from kernelcast.properties.recurrence import (branching_loops, recurrence_ops,
+                                              sequential_inames, serial_ops, varying_loops)
 from kernelcast.properties.result import AccessInfo, Properties
 from kernelcast.properties.vocabulary import (
     ACCESS_BITS,
+    RECURRENCE_KINDS,
+    SERIAL_KINDS,
     arith_name,
     global_name,
     local_name,

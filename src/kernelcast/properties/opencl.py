@@ -52,9 +52,9 @@ from kernelcast.errors import UncountedWarning, UsageError
 from kernelcast.frontends.opencl.counts import KernelCounts, count_kernel
 from kernelcast.frontends.opencl.indices import index_values
 from kernelcast.properties.footprint import utilization
-from kernelcast.properties.recurrence import RECURRENCE_KINDS, SERIAL_KINDS
 from kernelcast.properties.result import AccessInfo, Properties
-from kernelcast.properties.vocabulary import (ACCESS_BITS, ORDER, arith_name, global_name,
+from kernelcast.properties.vocabulary import (ACCESS_BITS, ORDER, RECURRENCE_KINDS,
+                                              SERIAL_KINDS, arith_name, global_name,
                                               local_name, minls_name, stride_class)
 
 _FLOAT = {"float": "f32", "double": "f64"}

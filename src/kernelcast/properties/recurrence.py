@@ -40,7 +40,7 @@ extraction counts the global loads of the work-item that runs the most of their
 iterations (kernelcast.properties.extract), since its work-group waits for it at the
 barrier that follows a fetch.
 
-Public names: RECURRENCE_KINDS, SERIAL_KINDS, recurrence_ops, serial_ops, varying_loops,
+Public names: recurrence_ops, serial_ops, varying_loops,
 sequential_inames.
 """
 
@@ -57,8 +57,6 @@ from loopy.kernel.data import AddressSpace, GroupInameTag, LocalInameTag
 from loopy.kernel.instruction import Assignment
 from loopy.symbolic import get_dependencies
 
-RECURRENCE_KINDS = ("flops", "special", "local_loads", "global_loads")
-SERIAL_KINDS = ("special", "local_loads", "global_loads")
 
 
 def _space(knl: lp.LoopKernel, name: str) -> str:

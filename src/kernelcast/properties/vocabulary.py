@@ -4,8 +4,8 @@ Every property is a total over all work-items of one kernel launch. ``PROPERTY_N
 fixes their order; ``UNITS`` says what one unit of each counts. docs/properties.md is
 the prose version of this module.
 
-Public names: FLOAT_KINDS, OP_KINDS, ACCESS_BITS, STRIDE_CLASSES, PROPERTY_NAMES,
-UNITS, arith_name, global_name, minls_name, local_name, stride_class.
+Public names: FLOAT_KINDS, OP_KINDS, ACCESS_BITS, STRIDE_CLASSES, RECURRENCE_KINDS,
+SERIAL_KINDS, PROPERTY_NAMES, UNITS, arith_name, global_name, minls_name, local_name, stride_class.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ STRIDE_CLASSES = (
     "1ofmore", "2ofmore", "3ofmore", "4ofmore",
     "irregular",
 )
+#: what a work-item's chain of dependent operations (recurrence_*) and a sequential
+#: loop's serialized operations (serial_*) count (kernelcast.properties.recurrence)
+RECURRENCE_KINDS = ("flops", "special", "local_loads", "global_loads")
+SERIAL_KINDS = ("special", "local_loads", "global_loads")
 
 
 def arith_name(op: str, kind: str) -> str:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import functools
 
 from kernelcast.errors import KernelcastError
-from kernelcast.properties.recurrence import RECURRENCE_KINDS, SERIAL_KINDS
-from kernelcast.properties.vocabulary import OP_KINDS, PROPERTY_NAMES, UNITS
+from kernelcast.properties.vocabulary import (OP_KINDS, PROPERTY_NAMES, RECURRENCE_KINDS,
+                                              SERIAL_KINDS, UNITS)
 
 _WIDTHS = ("32", "64")  # 128-bit accesses count with 64
 _PRECISIONS = ("f32", "f64")
