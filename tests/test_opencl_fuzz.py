@@ -15,7 +15,7 @@ from kernelcast.errors import UncountedWarning
 from kernelcast.frontends.opencl import OpenCLSourceError, count_kernel, parse_opencl
 from tests.mutations import edit_characters, edit_tokens
 
-CASES = 10_000
+CASES = 5_000
 SOURCES = [
     """#define HEIGHT 1024
 #define WIDTH 1024
@@ -188,7 +188,7 @@ def test_fuzz_only_opencl_source_errors():
 
 
 #: CI's share of the real programs' fuzz; benchmarks/fuzz_opencl_programs.py runs 10,000
-PROGRAM_CASES = 200
+PROGRAM_CASES = 100
 
 
 def program_case(rng: random.Random) -> tuple:

@@ -293,11 +293,33 @@ def test_a_syntax_error_in_the_source_is_one_line(profile, tmp_path, capsys):
 # }}}
 
 
-def test_calibrate_then_predict_end_to_end_on_pocl(pocl_device, tmp_path, capsys):
-    """The whole CPU suite of microbenchmarks and copies measured on PoCL, the model
+@pytest.fixture
+def thinned_cpu_suite(monkeypatch):
+    """The CPU suite with its every class, op and access, at fewer counts (the fewest, a
+    middle and the most), two work-item counts and sixteen work-group sizes: a third of
+    its cases and PoCL builds (each build a third of a second on a cold cache). The fit
+    reads the same classes and curves."""
+    import dataclasses
+
+    sizes = bench.SIZES["poppl-herz-cpu"]
+    thin = dataclasses.replace(sizes, op_counts=(1, 8, 64), access_counts=(1, 4, 32),
+                               sweep=(sizes.reference // 4, sizes.reference))
+    assert set(thin.sweep) < set(sizes.sweep)
+    assert set(thin.op_counts) < set(sizes.op_counts)
+    assert set(thin.access_counts) < set(sizes.access_counts)
+    monkeypatch.setitem(bench.SIZES, "poppl-herz-cpu", thin)
+    monkeypatch.setattr(bench, "WG_SIZES", (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128,
+                                             256, 512, 1024))
+    monkeypatch.setattr(bench, "SUITE_CPU", bench._suite("poppl-herz-cpu"))
+    return bench.SUITE_CPU
+
+
+def test_calibrate_then_predict_end_to_end_on_pocl(pocl_device, thinned_cpu_suite, tmp_path,
+                                                   capsys):
+    """The CPU suite's microbenchmarks and copies measured on PoCL (thinned), the model
     fitted from them and a .cl kernel predicted with the profile. Five launches a case,
     the fewest the protocol takes (four dropped, one kept): the measurement protocol is
-    tested elsewhere, and the suite's more than 500 cases take over a minute even so."""
+    tested elsewhere."""
     db, prof = tmp_path / "ph.sqlite", tmp_path / "ph.json"
     code = main(["calibrate", "--model", "poppl-herz", "--device", pocl_device.name,
                  "--db", str(db), "--profile", str(prof), "--runs", "5"])
@@ -305,6 +327,8 @@ def test_calibrate_then_predict_end_to_end_on_pocl(pocl_device, tmp_path, capsys
     model = load_profile(prof)
     assert model.name == "poppl-herz"
     assert model.provenance_["suites"] == ["poppl-herz-cpu"]
+    copies = 2 * len(bench.SIZES["poppl-herz-cpu"].copies)  # to and from the device
+    assert model.provenance_["cases"] == len(list(thinned_cpu_suite.cases())) + copies
     assert {f"{k}:{t}" for k, t in bench.ADDED_OPS} | {"local:read:coalesced", "barrier"} \
         <= set(model.terms_)
     kernel = tmp_path / "k.cl"

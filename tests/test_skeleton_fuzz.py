@@ -1,7 +1,7 @@
 """Fuzzing the skeleton parser: seeded random mutations of the paper's skeletons
 (character and token deletions, duplications, swaps, random characters, truncations)
 must either parse or raise SkeletonError with a position inside the text — never any
-other exception. Bounded by time (TIME_LIMIT_S) but at least MIN_CASES must run."""
+other exception. MIN_CASES must run within TIME_LIMIT_S."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_fuzz_only_skeleton_errors():
     rng = random.Random(20261126)
     start = time.perf_counter()
     cases = parsed = 0
-    while time.perf_counter() - start < TIME_LIMIT_S and cases < 2 * MIN_CASES:
+    while time.perf_counter() - start < TIME_LIMIT_S and cases < MIN_CASES:
         text = mutate(rng.choice(sources), rng)
         cases += 1
         try:
