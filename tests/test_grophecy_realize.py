@@ -200,7 +200,7 @@ def test_layouts_of_the_search_realize_and_compute_their_reference(name, defines
     skeleton = load_skeleton(SKELETONS / f"{name}.sk", defines=defines)
     projections = search(skeleton, load_hardware("h100")).projections
     realized = 0
-    for projection in _spread(projections, 10):
+    for projection in _spread(projections, 6):  # from the fastest to the slowest
         try:
             case = realize(skeleton, projection.layout)
         except UnrealizableLayout as exc:
@@ -208,7 +208,7 @@ def test_layouts_of_the_search_realize_and_compute_their_reference(name, defines
             continue
         assert_correct(case, pocl)
         realized += 1
-    assert realized == 10  # every sampled layout of these four is realized
+    assert realized == 6  # every sampled layout of these four is realized
 
 
 def test_spinflap_is_realized_with_its_sample_baked_in(pocl):
