@@ -3,7 +3,6 @@ that kills its process is recorded as ``crashed`` and the campaign goes on; one 
 device at a time; sizes refused before anything is stored; the compiler's own log kept with
 a compile error; Ctrl-C and SIGTERM stop cleanly with a resume hint."""
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -306,41 +305,3 @@ def test_sizing_probes_are_not_shown_as_already_in_store_on_a_fresh_store(pocl, 
     lines = stream.getvalue().splitlines()
     assert "already in store" not in stream.getvalue()
     assert any(line.endswith("measured above, while choosing sizes") for line in lines)
-
-
-class _SignalOnCommit:
-    """A store's connection that sends this process SIGTERM the moment it commits."""
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def __getattr__(self, name):
-        return getattr(self.conn, name)
-
-    def __enter__(self):
-        return self.conn.__enter__()
-
-    def __exit__(self, *exc):
-        done = self.conn.__exit__(*exc)
-        os.kill(os.getpid(), signal.SIGTERM)
-        return done
-
-
-def test_a_row_committed_as_a_signal_arrives_is_counted_in_what_the_run_stored(tmp_path):
-    from store_rows import IDENTITY, make_row
-
-    from kernelcast.cli.interrupt import Terminated, catch_sigterm
-    from kernelcast.measure.store import rows_added
-
-    path = tmp_path / "s.sqlite"
-    before = signal.getsignal(signal.SIGTERM)
-    catch_sigterm()
-    try:
-        with Store(path, IDENTITY) as store:
-            store._conn = _SignalOnCommit(store._conn)
-            with pytest.raises(Terminated):
-                store.add(make_row("k1"))
-            store._conn = store._conn.conn
-    finally:
-        signal.signal(signal.SIGTERM, before)
-    assert _count(path) == 1 and rows_added(path) == 1

@@ -67,12 +67,10 @@ import json
 import os
 import re
 import secrets
-import signal
 import socket
 import sqlite3
 import stat
 import statistics
-import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -164,27 +162,6 @@ def measurement_key(case_name: str, code_sha256: str | None, build_options: str,
         "params": {k: params[k] for k in sorted(params)},
         **{k: identity[k] for k in IDENTITY}, "kernelcast": version}, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """SIGINT and SIGTERM held off until the block ends (in the main thread; a signal
-    handler can be set nowhere else): a row is committed and counted in ``rows_added``
-    together, so a stopped run reports what it stored. A signal mask would not do: a
-    process-directed signal goes to any thread that does not block it (BLAS's)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    handlers = {s: signal.signal(s, lambda signum, _frame: pending.append(signum))
-                for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in handlers.items():  # None: a handler not set from Python
-            signal.signal(s, signal.SIG_DFL if handler is None else handler)
-        for signum in pending:
-            signal.raise_signal(signum)
 
 
 def rows_added(path) -> int:
@@ -519,25 +496,24 @@ class Store:
         if "checksum" in self._columns:
             values["checksum"] = _checksum(values)
         columns, marks = ", ".join(values), ", ".join("?" for _ in values)
-        with _signals_held():
-            try:
-                with self._failures(writing=True), self._conn:
-                    cursor = self._conn.execute(
-                        f"INSERT INTO measurements ({columns}) VALUES ({marks})",
-                        list(values.values()))
-                    stored = self._conn.execute("SELECT * FROM measurements WHERE id = ?",
-                                                (cursor.lastrowid,)).fetchone()
-                    damage = self._decode(stored)["damage"]
-                    if damage:  # rolled back: a row that would read back as damaged
-                        raise ValueError(f"the measurement of {row.get('case_name')} is "
-                                         f"not consistent: {damage}")
-            except sqlite3.IntegrityError as err:
-                if "UNIQUE" in str(err) and "measurements.key" in str(err):
-                    return None
-                raise
-            self.added += 1
-            real = os.path.realpath(self.path)
-            _ADDED[real] = _ADDED.get(real, 0) + 1
+        try:
+            with self._failures(writing=True), self._conn:
+                cursor = self._conn.execute(
+                    f"INSERT INTO measurements ({columns}) VALUES ({marks})",
+                    list(values.values()))
+                stored = self._conn.execute("SELECT * FROM measurements WHERE id = ?",
+                                            (cursor.lastrowid,)).fetchone()
+                damage = self._decode(stored)["damage"]
+                if damage:  # rolled back: a row that would read back as damaged
+                    raise ValueError(f"the measurement of {row.get('case_name')} is not "
+                                     f"consistent: {damage}")
+        except sqlite3.IntegrityError as err:
+            if "UNIQUE" in str(err) and "measurements.key" in str(err):
+                return None
+            raise
+        self.added += 1
+        real = os.path.realpath(self.path)
+        _ADDED[real] = _ADDED.get(real, 0) + 1
         return cursor.lastrowid
 
 
