@@ -38,6 +38,7 @@ from kernelcast.measure.campaign import (
     run_campaign,
     suite_jobs,
 )
+from kernelcast.measure.launch import ArraySpec
 from kernelcast.measure.store import Store, StoreMismatchError
 from kernelcast.suites import kernels
 from kernelcast.suites.paper import MEASUREMENT_CPU
@@ -113,6 +114,39 @@ def test_a_campaign_writes_one_row_per_case_and_resumes_without_rerunning(
         assert store.rows() == rows
     assert again.measured == 0 and again.skipped == 6 and again.statuses == {}
     assert again.keys == result.keys
+
+
+def test_inputs_of_a_seed_are_the_same_however_many_were_made_before(pocl):
+    # one random generator serves the backend's allocations: each seed still gets the
+    # numbers a generator made for it alone gives, and the other arguments keep theirs
+    from pyopencl import clrandom
+    import pyopencl.array as cla
+
+    specs = [ArraySpec("a", np.dtype(np.float32), (1000,), (1,), False),
+             ArraySpec("b", np.dtype(np.float64), (7, 9), (9, 1), False),
+             ArraySpec("c", np.dtype(np.float32), (50,), (1,), True),
+             ArraySpec("i", np.dtype(np.int32), (5,), (1,), False)]
+
+    def alone(seed):
+        generator = clrandom.PhiloxGenerator(pocl.context, seed=seed)
+        out = {}
+        for spec in specs[:2]:
+            flat = cla.empty(pocl.queue, spec.size, spec.dtype)
+            generator.fill_uniform(flat, a=0.5, b=1.5)
+            out[spec.name] = flat.get()
+        return out
+
+    first = {k: v.get() for k, v in pocl.allocate(specs, {"n": 3}, seed=4).items()
+             if k != "n"}
+    pocl.allocate(specs, {}, seed=11)
+    again = {k: v.get() for k, v in pocl.allocate(specs, {}, seed=4).items()}
+    expected = alone(4)
+    for name in ("a", "b"):
+        assert np.array_equal(first[name], expected[name])
+        assert np.array_equal(again[name], expected[name])
+        assert 0.5 <= first[name].min() and first[name].max() <= 1.5
+    assert not np.array_equal(expected["a"], alone(11)["a"])
+    assert np.isnan(again["c"]).all() and (again["i"] == 1).all()
 
 
 def test_an_edited_kernel_gets_a_new_row_next_to_the_old_one(pocl, tmp_path):

@@ -42,6 +42,19 @@ class OpenCLBackend(Backend):
         self.queue = cl.CommandQueue(
             self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.build_options = build_options
+        self._generator = None
+
+    def _random(self, seed):
+        """pyopencl's Philox generator in the state ``PhiloxGenerator(context, seed=seed)``
+        starts in. One generator serves every allocation: a generator builds its OpenCL
+        program on first use, a tenth of a second a build on PoCL."""
+        from pyopencl import clrandom
+
+        fresh = clrandom.PhiloxGenerator(self.context, seed=seed)
+        if self._generator is None:
+            self._generator = fresh
+        self._generator.key, self._generator.counter = fresh.key, fresh.counter
+        return self._generator
 
     def compile(self, kernel):
         cl = self._cl
@@ -59,10 +72,9 @@ class OpenCLBackend(Backend):
     def allocate(self, specs, scalars, seed=0):
         cl = self._cl
         import pyopencl.array as cla
-        from pyopencl import clrandom
 
         check_fits(self.device, specs)
-        generator = clrandom.PhiloxGenerator(self.context, seed=seed)
+        generator = self._random(seed)
         args = {}
         try:
             for spec in specs:
