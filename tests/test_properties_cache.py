@@ -11,6 +11,7 @@ from fractions import Fraction
 import islpy as isl
 import loopy as lp
 import numpy as np
+import pandas as pd
 import pytest
 
 import kernelcast as kc
@@ -274,3 +275,89 @@ def test_not_a_kernel_is_refused_as_extraction_refuses_it(tmp_path):
     with pytest.raises(kc.NotALoopyKernelError):
         cached_properties("out[i] = 2*a[i]", cache_dir=tmp_path)
     assert not tmp_path.exists() or not list(tmp_path.iterdir())
+
+
+# {{{ suite cases, cached under their names
+
+def _twins():
+    """Case 0 of each random suite: the same kernel name and sizes, two kernels."""
+    from kernelcast.suites.random_kernels import RANDOM_REALISTIC, RANDOM_UNRESTRICTED
+
+    return [next(c for c in suite.cases() if c.variant == "0")
+            for suite in (RANDOM_REALISTIC, RANDOM_UNRESTRICTED)]
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """Counts the suite kernels built (Case.kernel)."""
+    from kernelcast.suites.suite import Case
+
+    calls = []
+    build = Case.kernel
+
+    def counting(case):
+        calls.append(case.name)
+        return build(case)
+
+    monkeypatch.setattr(Case, "kernel", counting)
+    return calls
+
+
+def test_a_suite_case_is_read_by_its_name_without_building_its_kernel(
+        tmp_path, monkeypatch, builds, extractions):
+    from kernelcast.fitting.dataset import PropertyCache
+    from kernelcast.suites.paper import TEST_CPU
+
+    monkeypatch.setenv("KERNELCAST_CACHE_DIR", str(tmp_path))
+    case = TEST_CPU.cases()[0]
+    fresh = kc.extract_properties(case.kernel())
+    builds.clear()
+    miss = PropertyCache().properties(case)
+    assert len(builds) == len(extractions) == 1 and len(entries(tmp_path)) == 1
+    hit = PropertyCache().properties(case)  # another dataset, as another process has
+    assert len(builds) == len(extractions) == 1
+    assert_same(fresh, miss)
+    assert_same(fresh, hit)
+    PropertyCache().properties(case.with_params({"n": 64}))  # other sizes: the same kernel
+    assert len(builds) == 1
+    # kernelcast's code changed: the name no longer serves
+    monkeypatch.setattr(cache, "_source_digest", lambda: "edited")
+    PropertyCache().properties(case)
+    assert len(builds) == len(extractions) == 2 and len(entries(tmp_path)) == 2
+
+
+def test_a_class_of_the_same_name_but_not_the_suites_own_is_extracted(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from kernelcast.fitting.dataset import PropertyCache
+    from kernelcast.suites.paper import TEST_CPU
+
+    monkeypatch.setenv("KERNELCAST_CACHE_DIR", str(tmp_path))
+    case = next(c for c in TEST_CPU.cases() if c.class_name == "nbody")
+    PropertyCache().properties(case)
+    other = replace(case, kclass=replace(case.kclass, build=lambda c: kernels.scale()))
+    props = PropertyCache().properties(other)
+    assert props.names == kc.extract_properties(kernels.scale()).names
+    assert len(entries(tmp_path)) == 1  # not cached under the suite's name
+
+
+def test_the_random_suites_kernels_of_one_name_keep_their_own_properties(tmp_path,
+                                                                          monkeypatch):
+    from kernelcast.fitting.dataset import Dataset
+    from kernelcast.models import get_model
+
+    monkeypatch.setenv("KERNELCAST_CACHE_DIR", str(tmp_path))
+    twins = _twins()
+    assert twins[0].kernel_name == twins[1].kernel_name
+    assert twins[0].params == twins[1].params
+    fresh = [kc.extract_properties(c.kernel()).evaluate({}) for c in twins]
+    assert fresh[0] != fresh[1]
+    info = pd.DataFrame({"suite": [c.suite for c in twins]})
+    data = Dataset(twins, np.ones(2), info, {"device": "d", "driver": "", "backend": ""})
+    assert [data.properties(i).evaluate({}) for i in range(2)] == fresh
+    model = get_model("paper")
+    values = [model.case_values(data, i) for i in range(2)]
+    assert values == [model.features(kc.extract_properties(c.kernel()), {}) for c in twins]
+    assert values[0] != values[1]
+
+# }}}

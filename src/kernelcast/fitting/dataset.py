@@ -4,7 +4,8 @@ cases, with their measured minimum times and the store's device.
 A model is fitted to a Dataset and evaluated on one; it computes its own inputs from each
 case (``properties(i)`` and ``params(i)``), so the same dataset serves every model.
 
-Public names: TIMED, Dataset, PropertyCache, case_from_row, load_dataset, timing_noise.
+Public names: TIMED, Dataset, PropertyCache, case_identity, of_a_registered_suite,
+case_from_row, load_dataset, timing_noise.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ TIMED = ("ok", "unstable")
 class PropertyCache:
     """Properties of suite kernels, extracted once per kernel, and what models compute
     from them (``remember``), computed once per dataset and its subsets: a
-    cross-validation fits each case once per fold."""
+    cross-validation fits each case once per fold. The kernels of kernelcast's own
+    suites go through the on-disk properties cache under their names, so that a hit
+    builds no kernel; other kernels are extracted here."""
 
     def __init__(self):
-        self._props: dict[str, Properties] = {}
+        self._props: dict[tuple, Properties] = {}
         self._remembered: dict = {}
 
     def remember(self, key, compute):
@@ -37,10 +40,37 @@ class PropertyCache:
             self._remembered[key] = compute()
         return self._remembered[key]
 
-    def properties(self, case: Case) -> Properties:
-        if case.kernel_name not in self._props:
-            self._props[case.kernel_name] = extract_properties(case.kernel())
-        return self._props[case.kernel_name]
+    def properties(self, case) -> Properties:
+        key = case_identity(case)
+        if key not in self._props:
+            self._props[key] = self._extract(case)
+        return self._props[key]
+
+    def _extract(self, case) -> Properties:
+        if of_a_registered_suite(case):
+            from kernelcast.properties.cache import named_properties
+
+            return named_properties(["suite case", *case_identity(case)], case.kernel)
+        return extract_properties(case.kernel())
+
+
+def case_identity(case) -> tuple[str, str, str]:
+    """What tells the kernel of *case* from the others a dataset may hold: its suite, its
+    kernel name, and its sizes where they are part of its code (``KernelClass.sized_code``;
+    two random suites' kernels share names)."""
+    sized = getattr(getattr(case, "kclass", None), "sized_code", False)
+    return (getattr(case, "suite", ""), case.kernel_name,
+            repr(sorted(case.params.items())) if sized else "")
+
+
+def of_a_registered_suite(case) -> bool:
+    """Whether *case* is of one of kernelcast's suites (``all_suites``), its class that
+    suite's own: its kernel is then made by kernelcast's code from its name alone."""
+    from kernelcast.suites.paper import all_suites
+
+    suite = all_suites().get(getattr(case, "suite", None))
+    kclass = getattr(case, "kclass", None)
+    return suite is not None and any(k is kclass for k in suite.classes)
 
 
 def case_from_row(row: dict) -> Case | None:

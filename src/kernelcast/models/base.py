@@ -337,9 +337,11 @@ class WeightedModel(Model):
     def case_values(self, dataset, i: int) -> dict[str, float]:
         """The feature values of case *i* of *dataset* (``values`` of its workload),
         computed once per model class and parameters in the dataset's cache."""
+        from kernelcast.fitting.dataset import case_identity
+
         params = dataset.params(i)
         key = (type(self).__qualname__, repr(sorted(self.get_params().items())),
-               dataset.cases[i].kernel_name, repr(sorted(params.items())))
+               case_identity(dataset.cases[i]), repr(sorted(params.items())))
         values = dataset.cache.remember(
             key, lambda: self.features(dataset.properties(i), params))
         return dict(values)

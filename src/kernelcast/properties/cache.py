@@ -2,8 +2,9 @@
 each distinct variant once across runs.
 
 An entry is one JSON file named by the SHA-256 of its key. The key holds the kernel's
-digest (Loopy's persistent hash of a canonical copy of the kernel, see ``kernel_digest``),
-the data statistics, kernelcast's version and a digest of its source, Loopy's data-model
+digest (Loopy's persistent hash of a canonical copy of the kernel, see ``kernel_digest``)
+or, for a kernel that kernelcast's own code makes from a name (``named_properties``), that
+name; the data statistics, kernelcast's version and a digest of its source, Loopy's data-model
 version (Loopy, islpy, cgen) and the entry format. The entry stores the whole key and a
 read compares it, so a file never serves another kernel. It holds the isl strings of the
 counts and assumptions, and the source of the evaluators that Properties compiled from
@@ -19,7 +20,8 @@ be read or written, or an entry's path that is not a regular file (a FIFO, which
 never opened, or a device: left as they are), only costs the caching, with one warning.
 Warnings the extraction gave (UncountedWarning, ...) are not repeated on a hit.
 
-Public names: cached_properties, kernel_digest, default_cache_dir, FORMAT_VERSION.
+Public names: cached_properties, named_properties, kernel_digest, default_cache_dir,
+FORMAT_VERSION.
 """
 
 from __future__ import annotations
@@ -87,12 +89,27 @@ def cached_properties(knl, *, data_statistics: dict | None = None,
             warnings.warn(f"kernel {knl.name!r} has no cache key ({err}); extracting "
                           "without the properties cache", KernelcastWarning, stacklevel=2)
         return extract_properties(knl, data_statistics=data_statistics)
+    return _through_cache(key, lambda: extract_properties(knl, data_statistics=data_statistics),
+                          cache_dir)
+
+
+def named_properties(name: list, build, *, cache_dir: str | os.PathLike | None = None
+                     ) -> Properties:
+    """The Properties of the kernel ``build()`` makes, cached under *name* (a list of
+    strings) in place of the kernel's digest: for kernels that kernelcast's own code makes
+    from their name alone (the cases of its suites), whose entries the digest of that
+    code in the key keeps current. A hit builds no kernel: a hundredth of the time."""
+    key = {**_code_key(), "name": [str(part) for part in name], "statistics": []}
+    return _through_cache(key, lambda: extract_properties(build()), cache_dir)
+
+
+def _through_cache(key: dict, extract, cache_dir) -> Properties:
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = folder / f"{_file_name(key)}.json"
     props = _read(path, key)
     if props is not None:
         return props
-    props = extract_properties(knl, data_statistics=data_statistics)
+    props = extract()
     try:
         encoded = _encode(props)
         text = json.dumps({"format": FORMAT_VERSION, "key": key,
@@ -114,10 +131,16 @@ def cached_properties(knl, *, data_statistics: dict | None = None,
 def _key(knl, data_statistics: dict | None) -> dict:
     """The cache key of *knl* with *data_statistics*: plain JSON data, equal in every
     process (whatever PYTHONHASHSEED) for equal kernels; TypeError if there is none."""
+    return {**_code_key(), "kernel": kernel_digest(knl),
+            "statistics": _statistics_key(data_statistics)}
+
+
+def _code_key() -> dict:
+    """The part of a key that names the code: the entry format, kernelcast's version and
+    source, Loopy's data model and pymbolic's version."""
     return {"format": FORMAT_VERSION, "kernelcast": __version__,
             "kernelcast_source": _source_digest(), "loopy": DATA_MODEL_VERSION,
-            "pymbolic": pymbolic.__version__, "kernel": kernel_digest(knl),
-            "statistics": _statistics_key(data_statistics)}
+            "pymbolic": pymbolic.__version__}
 
 
 def kernel_digest(knl) -> str:

@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from kernelcast.errors import KernelcastError
-from kernelcast.fitting.dataset import TIMED, Dataset, PropertyCache, timing_noise
+from kernelcast.fitting.dataset import (
+    TIMED,
+    Dataset,
+    PropertyCache,
+    of_a_registered_suite,
+    timing_noise,
+)
 from kernelcast.tune.space import apply, variant_key
 
 
@@ -25,12 +31,12 @@ class DiskPropertyCache(PropertyCache):
     """PropertyCache through the on-disk cache (kernelcast.properties.cached_properties):
     a corpus has thousands of variants."""
 
-    def properties(self, case):
+    def _extract(self, case):
         from kernelcast.properties import cached_properties
 
-        if case.kernel_name not in self._props:
-            self._props[case.kernel_name] = cached_properties(case.kernel())
-        return self._props[case.kernel_name]
+        if of_a_registered_suite(case):
+            return super()._extract(case)
+        return cached_properties(case.kernel())
 
 
 @dataclass(frozen=True)
