@@ -20,6 +20,7 @@ from kernelcast.measure.store import (
     StoreMismatchError,
     measurement_key,
     read_measurements,
+    rows_added,
 )
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
@@ -88,6 +89,41 @@ def test_a_duplicate_key_is_not_stored_twice_and_counts_as_stored(store):
     assert store.add(make_row("k1", min_s=5.0)) is None  # as when another process stored it
     assert len(store.rows()) == 1 and store.added == 1
     assert store.get("k1")["min_s"] == 1e-5
+
+
+class _StoppedAtCommit:
+    """The store's connection, with Ctrl-C arriving as a row is committed: just before
+    the commit (*after* False: it is rolled back) or just after it."""
+
+    def __init__(self, conn, after: bool):
+        self._conn, self._after = conn, after
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    def __enter__(self):
+        return self._conn.__enter__()
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            return self._conn.__exit__(*exc)
+        if not self._after:
+            self._conn.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+            raise KeyboardInterrupt
+        self._conn.__exit__(None, None, None)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_row_is_counted_as_stored_exactly_when_it_is(store, after):
+    store.add(make_row("k0"))
+    conn = store._conn
+    store._conn = _StoppedAtCommit(conn, after)
+    with pytest.raises(KeyboardInterrupt):
+        store.add(make_row("k1"))
+    store._conn = conn
+    assert (store.get("k1") is not None) is after
+    assert store.added == rows_added(store.path) == 1 + after == len(store.rows())
 
 
 def test_every_status_is_accepted(store):

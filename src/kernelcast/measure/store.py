@@ -497,7 +497,21 @@ class Store:
             values["checksum"] = _checksum(values)
         columns, marks = ", ".join(values), ", ".join("?" for _ in values)
         try:
-            with self._failures(writing=True), self._conn:
+            with self._failures(writing=True):
+                cursor = self._insert(values, columns, marks, row.get("case_name"))
+        except sqlite3.IntegrityError as err:
+            if "UNIQUE" in str(err) and "measurements.key" in str(err):
+                return None
+            raise
+        return cursor.lastrowid
+
+    def _insert(self, values: dict, columns: str, marks: str, case_name):
+        """Insert and commit one row, counted before the commit: Ctrl-C or SIGTERM right
+        after it finds the row counted; one before it, or a failed commit, finds the row
+        rolled back and uncounted (before a StoreError says how many rows are stored)."""
+        counted = False
+        try:
+            with self._conn:
                 cursor = self._conn.execute(
                     f"INSERT INTO measurements ({columns}) VALUES ({marks})",
                     list(values.values()))
@@ -505,16 +519,27 @@ class Store:
                                             (cursor.lastrowid,)).fetchone()
                 damage = self._decode(stored)["damage"]
                 if damage:  # rolled back: a row that would read back as damaged
-                    raise ValueError(f"the measurement of {row.get('case_name')} is not "
+                    raise ValueError(f"the measurement of {case_name} is not "
                                      f"consistent: {damage}")
-        except sqlite3.IntegrityError as err:
-            if "UNIQUE" in str(err) and "measurements.key" in str(err):
-                return None
+                self._count(1)
+                counted = True
+        except BaseException:
+            if counted and not self._holds(values["key"]):
+                self._count(-1)
             raise
-        self.added += 1
+        return cursor
+
+    def _holds(self, key: str) -> bool:
+        """Whether a row of *key* is stored (False where the store cannot be read)."""
+        try:
+            return self.get(key) is not None
+        except (StoreError, sqlite3.Error):
+            return False
+
+    def _count(self, rows: int) -> None:
+        self.added += rows
         real = os.path.realpath(self.path)
-        _ADDED[real] = _ADDED.get(real, 0) + 1
-        return cursor.lastrowid
+        _ADDED[real] = _ADDED.get(real, 0) + rows
 
 
 # {{{ creation: complete in a temporary file, then linked into place
