@@ -150,8 +150,15 @@ def test_the_added_sources_compile_and_compute_what_they_say_on_pocl(pocl):
 
     rng = np.random.default_rng(7)
     n = 2 * GROUP
-    cases = list(_added("poppl-herz-cpu").values())
     longest = max(bench.SIZES["poppl-herz-cpu"].op_counts)
+
+    def checked(case):  # the op chains longer than 8 steps in between are built alike
+        count = int(case.variant.rsplit(":", 1)[-1])
+        return (case.class_name != "op" or count <= 8
+                or (count == longest and case.variant.startswith("call.")))
+
+    cases = [c for c in _added("poppl-herz-cpu").values() if checked(c)]
+    assert {c.class_name for c in cases} == {"op", "access", "barrier"}
     for case in cases:
         program = cl.Program(pocl.context, bench.source_of(case)).build()
         host, buffers = {}, []
@@ -169,7 +176,7 @@ def test_the_added_sources_compile_and_compute_what_they_say_on_pocl(pocl):
         if count == longest and case.variant.startswith("call."):
             assert np.isfinite(out).all() and -0.7 <= out.min() and out.max() <= 4.5
         if count > 8 and case.class_name == "op":
-            continue
+            continue  # the longest chain of a call: finite and in range, above
         tol = 1e-12 if out.dtype == np.float64 else 1e-4
         np.testing.assert_allclose(out, _reference(case, host), rtol=tol, atol=tol,
                                    err_msg=case.variant)
