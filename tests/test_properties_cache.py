@@ -341,6 +341,38 @@ def test_a_class_of_the_same_name_but_not_the_suites_own_is_extracted(tmp_path, 
     assert len(entries(tmp_path)) == 1  # not cached under the suite's name
 
 
+def test_a_variant_of_kernelcasts_own_family_is_read_by_its_name(tmp_path, monkeypatch,
+                                                                 extractions):
+    from dataclasses import replace
+
+    from kernelcast.tune.corpus import CORPUS
+    from kernelcast.tune.variants import DiskPropertyCache, VariantCase
+
+    monkeypatch.setenv("KERNELCAST_CACHE_DIR", str(tmp_path))
+    fam = CORPUS["poly"]
+    variants = [v for _, v in zip(range(2), fam.space.variants())]
+    made = []
+    mine = replace(fam, build=lambda: made.append(1) or fam.build())
+    cases = [VariantCase(f, v, f"{f.name}/{i}") for f in (fam, mine)
+             for i, v in enumerate(variants)]
+    fresh = [kc.extract_properties(c.kernel()) for c in cases[:2]]
+    made.clear()
+    first = [DiskPropertyCache().properties(c) for c in cases[:2]]
+    assert len(extractions) == 2 and len(entries(tmp_path)) == 2
+    built = []
+    monkeypatch.setattr(VariantCase, "kernel", lambda c: built.append(c) or fam.build())
+    again = [DiskPropertyCache().properties(c) for c in cases[:2]]  # read, none built
+    assert not built and len(extractions) == 2
+    for f, a, b in zip(fresh, first, again, strict=True):
+        assert_same(f, a)
+        assert_same(f, b)
+    # a family of the same name that is not the corpus's own: its kernels are built
+    monkeypatch.undo()
+    monkeypatch.setenv("KERNELCAST_CACHE_DIR", str(tmp_path))
+    [DiskPropertyCache().properties(c) for c in cases[2:]]
+    assert len(made) == 2
+
+
 def test_the_random_suites_kernels_of_one_name_keep_their_own_properties(tmp_path,
                                                                           monkeypatch):
     from kernelcast.fitting.dataset import Dataset

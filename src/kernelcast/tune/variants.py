@@ -6,7 +6,8 @@ timed rows of the given families back into cases whose kernels are the variants,
 a model is fitted to (or evaluated on) them like any suite: ``info.kernel_class`` is the
 family, which leave-one-class-out cross-validation holds out whole.
 
-Public names: VariantCase, DiskPropertyCache, load_variant_dataset, load_random_dataset.
+Public names: VariantCase, DiskPropertyCache, own_variant_name, load_variant_dataset,
+load_random_dataset.
 """
 
 from __future__ import annotations
@@ -29,14 +30,34 @@ from kernelcast.tune.space import apply, variant_key
 
 class DiskPropertyCache(PropertyCache):
     """PropertyCache through the on-disk cache (kernelcast.properties.cached_properties):
-    a corpus has thousands of variants."""
+    a corpus has thousands of variants. A variant of one of kernelcast's own families is
+    kept under its family's name and its variant's key, so that a hit builds no kernel;
+    a variant of another family under its kernel's hash."""
 
     def _extract(self, case):
-        from kernelcast.properties import cached_properties
+        from kernelcast.properties.cache import cached_properties, named_properties
 
         if of_a_registered_suite(case):
             return super()._extract(case)
+        name = own_variant_name(case)
+        if name is not None:
+            return named_properties(name, case.kernel)
         return cached_properties(case.kernel())
+
+
+def own_variant_name(case) -> list[str] | None:
+    """The name a variant of one of kernelcast's own families (the tuning families, the
+    corpus, the random families) is cached under, or None: another family's kernel may
+    change while its name stays."""
+    from kernelcast.tune.corpus import CORPUS
+    from kernelcast.tune.families import FAMILIES
+    from kernelcast.tune.random_families import DeferredFamily
+
+    fam = getattr(case, "family", None)
+    name = getattr(fam, "name", None)
+    own = (isinstance(fam, DeferredFamily) or CORPUS.get(name) is fam
+           or FAMILIES.get(name) is fam)
+    return ["tuning variant", name, variant_key(case.variant)] if own else None
 
 
 @dataclass(frozen=True)
