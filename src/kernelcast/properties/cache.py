@@ -97,8 +97,9 @@ def named_properties(name: list, build, *, cache_dir: str | os.PathLike | None =
                      ) -> Properties:
     """The Properties of the kernel ``build()`` makes, cached under *name* (a list of
     strings) in place of the kernel's digest: for kernels that kernelcast's own code makes
-    from their name alone (the cases of its suites), whose entries the digest of that
-    code in the key keeps current. A hit builds no kernel: a hundredth of the time."""
+    from their name alone (its suites' cases, its tuning families' variants), whose
+    entries the digest of that code in the key keeps current. A hit builds no kernel: a
+    hundredth of the time."""
     key = {**_code_key(), "name": [str(part) for part in name], "statistics": []}
     return _through_cache(key, lambda: extract_properties(build()), cache_dir)
 
